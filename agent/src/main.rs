@@ -1,0 +1,168 @@
+//! iopipe-agent: the host side of iopipe. Samples /proc/diskstats and ships
+//! `io.diskstats.v1` records as NDJSON on stdout or straight to Kafka.
+
+mod diskstats;
+mod output;
+mod record;
+mod sampler;
+mod sysfs;
+mod topics;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use output::{KafkaSink, Sink, StdoutSink};
+use record::{DiskstatsRecord, DISKSTATS_SCHEMA};
+use sampler::{Sample, Sampler};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(name = "iopipe-agent", version, about = "Block I/O telemetry for iopipe")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Sample /proc/diskstats every interval and emit io.diskstats.v1 records.
+    Run(RunArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Stdout,
+    Kafka,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Where procfs is mounted (a fixture tree in tests).
+    #[arg(long, default_value = "/proc")]
+    proc_root: PathBuf,
+    /// Where sysfs is mounted.
+    #[arg(long, default_value = "/sys")]
+    sys_root: PathBuf,
+    /// Host name in every record (default: the kernel's hostname under --proc-root).
+    #[arg(long, env = "IOPIPE_HOST")]
+    host: Option<String>,
+    /// Sampling interval in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    interval_ms: u64,
+    /// Stop after this many samples (0: run until SIGINT/SIGTERM).
+    #[arg(long, default_value_t = 0)]
+    count: u64,
+    /// Include partitions, not only whole disks.
+    #[arg(long)]
+    partitions: bool,
+    #[arg(long, value_enum, default_value = "stdout")]
+    output: Output,
+    /// Kafka bootstrap servers, with --output kafka.
+    #[arg(long, env = "IOPIPE_KAFKA_BROKERS", default_value = "127.0.0.1:9092")]
+    brokers: String,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+    };
+    if let Err(err) = result {
+        eprintln!("iopipe-agent: error: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: RunArgs) -> Result<()> {
+    let host = match &args.host {
+        Some(host) => host.clone(),
+        None => kernel_hostname(&args.proc_root)?,
+    };
+    let sampler = Sampler {
+        proc_root: args.proc_root.clone(),
+        sys_root: args.sys_root.clone(),
+        include_partitions: args.partitions,
+    };
+    // Fail at start, not at the first tick, when the proc root is wrong.
+    sampler
+        .sample()
+        .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
+    let mut sink: Box<dyn Sink> = match args.output {
+        Output::Stdout => Box::new(StdoutSink::new()),
+        Output::Kafka => Box::new(KafkaSink::connect(&args.brokers)?),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
+    }
+    let mut agent = Agent { host, topic: topics::topic_for(DISKSTATS_SCHEMA), warned_unknown_rotational: HashSet::new(), bad_lines: 0 };
+    let interval = Duration::from_millis(args.interval_ms);
+    let started = Instant::now();
+    let mut taken = 0u64;
+    while !stop.load(Ordering::Relaxed) && (args.count == 0 || taken < args.count) {
+        match sampler.sample() {
+            Ok(sample) => agent.emit(&sample, sink.as_mut())?,
+            Err(err) => eprintln!("iopipe-agent: reading {}: {err}", sampler.diskstats_path().display()),
+        }
+        taken += 1;
+        if args.count != 0 && taken >= args.count {
+            break;
+        }
+        sleep_until(started + interval * u32::try_from(taken).unwrap_or(u32::MAX), &stop);
+    }
+    eprintln!("iopipe-agent: {taken} samples, {} bad diskstats lines, {}", agent.bad_lines, sink.summary());
+    Ok(())
+}
+
+struct Agent {
+    host: String,
+    topic: String,
+    warned_unknown_rotational: HashSet<String>,
+    bad_lines: u64,
+}
+
+impl Agent {
+    fn emit(&mut self, sample: &Sample, sink: &mut dyn Sink) -> Result<()> {
+        for bad in &sample.bad_lines {
+            self.bad_lines += 1;
+            eprintln!("iopipe-agent: skipped {bad}");
+        }
+        for disk in &sample.disks {
+            let rotational = disk.rotational.unwrap_or_else(|| {
+                if self.warned_unknown_rotational.insert(disk.counters.name.clone()) {
+                    eprintln!("iopipe-agent: sysfs has no queue/rotational for {}: reporting it as non-rotational", disk.counters.name);
+                }
+                false
+            });
+            let record = DiskstatsRecord::new(&self.host, sample.ts_ns, rotational, &disk.counters);
+            let payload = serde_json::to_string(&record)?;
+            sink.send(&self.topic, &record.key(), &payload)?;
+        }
+        sink.flush()
+    }
+}
+
+fn kernel_hostname(proc_root: &std::path::Path) -> Result<String> {
+    let path = proc_root.join("sys/kernel/hostname");
+    let name = std::fs::read_to_string(&path).with_context(|| format!("reading {} (or pass --host)", path.display()))?;
+    let name = name.trim();
+    if name.is_empty() {
+        bail!("{} is empty: pass --host", path.display());
+    }
+    Ok(name.to_string())
+}
+
+/// Sleeps until `deadline` in short steps so a signal stops the agent promptly.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) {
+    const STEP: Duration = Duration::from_millis(50);
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep((deadline - now).min(STEP));
+    }
+}

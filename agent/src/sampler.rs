@@ -1,0 +1,86 @@
+//! The diskstats sampler: one read of /proc/diskstats, filtered to the devices iostat
+//! would show, each with its rotational flag from sysfs.
+
+use crate::diskstats::{self, DiskCounters, LineError};
+use crate::sysfs;
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub struct Sampler {
+    pub proc_root: PathBuf,
+    pub sys_root: PathBuf,
+    pub include_partitions: bool,
+}
+
+pub struct SampledDisk {
+    pub counters: DiskCounters,
+    /// None when sysfs does not know the device (it vanished, or sysfs is not mounted).
+    pub rotational: Option<bool>,
+}
+
+pub struct Sample {
+    pub ts_ns: u64,
+    pub disks: Vec<SampledDisk>,
+    pub bad_lines: Vec<LineError>,
+}
+
+impl Sampler {
+    pub fn diskstats_path(&self) -> PathBuf {
+        self.proc_root.join("diskstats")
+    }
+
+    pub fn sample(&self) -> io::Result<Sample> {
+        let text = fs::read_to_string(self.diskstats_path())?;
+        let ts_ns = wall_clock_ns();
+        let (all, bad_lines) = diskstats::parse(&text);
+        let disks = all
+            .into_iter()
+            .filter(|d| !d.never_used())
+            .filter(|d| self.include_partitions || !sysfs::is_partition(&self.sys_root, &d.name))
+            .map(|counters| SampledDisk { rotational: sysfs::rotational(&self.sys_root, &counters.name), counters })
+            .collect();
+        Ok(Sample { ts_ns, disks, bad_lines })
+    }
+}
+
+pub fn wall_clock_ns() -> u64 {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970");
+    u64::try_from(since_epoch.as_nanos()).expect("wall clock fits in u64 ns until 2554")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn host_a() -> Sampler {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host-a");
+        Sampler { proc_root: root.join("proc"), sys_root: root.join("sys"), include_partitions: false }
+    }
+
+    fn names(sample: &Sample) -> Vec<&str> {
+        sample.disks.iter().map(|d| d.counters.name.as_str()).collect()
+    }
+
+    #[test]
+    fn keeps_used_whole_disks_only() {
+        let sample = host_a().sample().unwrap();
+        assert_eq!(names(&sample), ["sda", "nvme0n1", "dm-0", "zram0", "cciss/c0d0"]);
+        assert_eq!(sample.bad_lines.len(), 1);
+    }
+
+    #[test]
+    fn includes_partitions_when_asked() {
+        let sampler = Sampler { include_partitions: true, ..host_a() };
+        assert!(names(&sampler.sample().unwrap()).contains(&"sda1"));
+    }
+
+    #[test]
+    fn missing_proc_root_is_an_error_naming_the_path() {
+        let sampler = Sampler { proc_root: PathBuf::from("/nonexistent/proc"), ..host_a() };
+        assert!(sampler.sample().is_err());
+        assert_eq!(sampler.diskstats_path(), Path::new("/nonexistent/proc/diskstats"));
+    }
+}

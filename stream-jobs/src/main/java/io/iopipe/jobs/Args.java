@@ -1,0 +1,30 @@
+package io.iopipe.jobs;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/** `--name value` command-line options; a missing required one names itself. */
+final class Args {
+    private final Map<String, String> values = new HashMap<>();
+
+    Args(String[] argv) {
+        for (int i = 0; i < argv.length; i++) {
+            if (!argv[i].startsWith("--") || i + 1 >= argv.length) {
+                throw new IllegalArgumentException("expected --name value pairs, got: " + String.join(" ", argv));
+            }
+            values.put(argv[i].substring(2), argv[++i]);
+        }
+    }
+
+    String required(String name) {
+        String v = values.get(name);
+        if (v == null) {
+            throw new IllegalArgumentException("missing --" + name);
+        }
+        return v;
+    }
+
+    String get(String name, String fallback) {
+        return values.getOrDefault(name, fallback);
+    }
+}

@@ -1,0 +1,70 @@
+package io.iopipe.jobs.io;
+
+import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.records.RawRecord;
+import io.iopipe.jobs.records.Topics;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.util.Collector;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerRecord;
+
+/** Kafka source and sink of the live job. Topics are named by schema/topics.json. */
+public final class KafkaIo {
+    private KafkaIo() {}
+
+    /**
+     * Reads the topics of the given record schemas. A new consumer group starts at the
+     * earliest offset so no record produced before the job started is skipped; a restart
+     * resumes from the group's committed offsets.
+     */
+    public static KafkaSource<RawRecord> source(String brokers, String groupId, List<String> recordSchemas) {
+        return KafkaSource.<RawRecord>builder()
+                .setBootstrapServers(brokers)
+                .setGroupId(groupId)
+                .setTopics(recordSchemas.stream().map(Topics::forRecord).toList())
+                .setStartingOffsets(OffsetsInitializer.committedOffsets(
+                        org.apache.kafka.clients.consumer.OffsetResetStrategy.EARLIEST))
+                .setDeserializer(new WithSource())
+                .setProperty("commit.offsets.on.checkpoint", "true")
+                .build();
+    }
+
+    /** One sink for everything the graph emits: each record goes to its schema's topic, keyed host/disk. */
+    public static KafkaSink<OutputRecord> sink(String brokers) {
+        return KafkaSink.<OutputRecord>builder()
+                .setBootstrapServers(brokers)
+                .setRecordSerializer(new RouteBySchema())
+                .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+                .setProperty("compression.type", "lz4")
+                .build();
+    }
+
+    static final class WithSource implements KafkaRecordDeserializationSchema<RawRecord> {
+        @Override
+        public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<RawRecord> out) {
+            String text = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
+            out.collect(new RawRecord(record.topic() + "/" + record.partition() + "@" + record.offset(), text));
+        }
+
+        @Override
+        public TypeInformation<RawRecord> getProducedType() {
+            return TypeInformation.of(RawRecord.class);
+        }
+    }
+
+    static final class RouteBySchema implements KafkaRecordSerializationSchema<OutputRecord> {
+        @Override
+        public ProducerRecord<byte[], byte[]> serialize(OutputRecord r, KafkaSinkContext ctx, Long timestamp) {
+            return new ProducerRecord<>(Topics.forRecord(r.schema),
+                    r.key.getBytes(StandardCharsets.UTF_8), r.json.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+}

@@ -1,0 +1,79 @@
+package io.iopipe.jobs.iostat;
+
+/** The sum of a window's deltas of one disk: the accumulator of the iostat window. */
+public class IostatSums {
+    public String host;
+    public String disk;
+    public boolean rotational;
+    public int samples;
+    public long intervalNs;
+    public long readsCompleted;
+    public long readsMerged;
+    public long sectorsRead;
+    public long readTimeMs;
+    public long writesCompleted;
+    public long writesMerged;
+    public long sectorsWritten;
+    public long writeTimeMs;
+    public long ioTimeMs;
+    public long weightedIoTimeMs;
+    public long discardsCompleted;
+    public long discardsMerged;
+    public long sectorsDiscarded;
+    public long discardTimeMs;
+    public long flushesCompleted;
+    public long flushTimeMs;
+
+    public IostatSums add(DiskstatsDelta d) {
+        host = d.host;
+        disk = d.disk;
+        rotational = d.rotational;
+        samples += 1;
+        intervalNs += d.endNs - d.startNs;
+        readsCompleted += d.readsCompleted;
+        readsMerged += d.readsMerged;
+        sectorsRead += d.sectorsRead;
+        readTimeMs += d.readTimeMs;
+        writesCompleted += d.writesCompleted;
+        writesMerged += d.writesMerged;
+        sectorsWritten += d.sectorsWritten;
+        writeTimeMs += d.writeTimeMs;
+        ioTimeMs += d.ioTimeMs;
+        weightedIoTimeMs += d.weightedIoTimeMs;
+        discardsCompleted += d.discardsCompleted;
+        discardsMerged += d.discardsMerged;
+        sectorsDiscarded += d.sectorsDiscarded;
+        discardTimeMs += d.discardTimeMs;
+        flushesCompleted += d.flushesCompleted;
+        flushTimeMs += d.flushTimeMs;
+        return this;
+    }
+
+    public IostatSums merge(IostatSums o) {
+        if (o.samples == 0) {
+            return this;
+        }
+        host = o.host;
+        disk = o.disk;
+        rotational = o.rotational;
+        samples += o.samples;
+        intervalNs += o.intervalNs;
+        readsCompleted += o.readsCompleted;
+        readsMerged += o.readsMerged;
+        sectorsRead += o.sectorsRead;
+        readTimeMs += o.readTimeMs;
+        writesCompleted += o.writesCompleted;
+        writesMerged += o.writesMerged;
+        sectorsWritten += o.sectorsWritten;
+        writeTimeMs += o.writeTimeMs;
+        ioTimeMs += o.ioTimeMs;
+        weightedIoTimeMs += o.weightedIoTimeMs;
+        discardsCompleted += o.discardsCompleted;
+        discardsMerged += o.discardsMerged;
+        sectorsDiscarded += o.sectorsDiscarded;
+        discardTimeMs += o.discardTimeMs;
+        flushesCompleted += o.flushesCompleted;
+        flushTimeMs += o.flushTimeMs;
+        return this;
+    }
+}

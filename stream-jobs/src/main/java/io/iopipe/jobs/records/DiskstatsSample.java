@@ -1,0 +1,66 @@
+package io.iopipe.jobs.records;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * One io.diskstats.v1 record: cumulative /proc/diskstats counters of one disk.
+ * Discard and flush counters are 0 where the producing kernel lacks them.
+ */
+public class DiskstatsSample {
+    public static final String SCHEMA = "io.diskstats.v1";
+
+    public String source;
+    public String host;
+    public String disk;
+    public long tsNs;
+    public boolean rotational;
+    public long readsCompleted;
+    public long readsMerged;
+    public long sectorsRead;
+    public long readTimeMs;
+    public long writesCompleted;
+    public long writesMerged;
+    public long sectorsWritten;
+    public long writeTimeMs;
+    public long inFlight;
+    public long ioTimeMs;
+    public long weightedIoTimeMs;
+    public long discardsCompleted;
+    public long discardsMerged;
+    public long sectorsDiscarded;
+    public long discardTimeMs;
+    public long flushesCompleted;
+    public long flushTimeMs;
+
+    public String key() {
+        return host + "/" + disk;
+    }
+
+    /** The record as JSON again, for a dead letter about a sample that decoded fine. */
+    public String toJson() {
+        ObjectNode n = Json.object();
+        n.put("schema", SCHEMA);
+        n.put("host", host);
+        n.put("disk", disk);
+        n.put("ts_ns", tsNs);
+        n.put("rotational", rotational);
+        n.put("reads_completed", readsCompleted);
+        n.put("reads_merged", readsMerged);
+        n.put("sectors_read", sectorsRead);
+        n.put("read_time_ms", readTimeMs);
+        n.put("writes_completed", writesCompleted);
+        n.put("writes_merged", writesMerged);
+        n.put("sectors_written", sectorsWritten);
+        n.put("write_time_ms", writeTimeMs);
+        n.put("in_flight", inFlight);
+        n.put("io_time_ms", ioTimeMs);
+        n.put("weighted_io_time_ms", weightedIoTimeMs);
+        n.put("discards_completed", discardsCompleted);
+        n.put("discards_merged", discardsMerged);
+        n.put("sectors_discarded", sectorsDiscarded);
+        n.put("discard_time_ms", discardTimeMs);
+        n.put("flushes_completed", flushesCompleted);
+        n.put("flush_time_ms", flushTimeMs);
+        return Json.write(n);
+    }
+}
