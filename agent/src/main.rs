@@ -113,8 +113,9 @@ fn run(args: RunArgs) -> Result<()> {
         }
         sleep_until(started + interval * u32::try_from(taken).unwrap_or(u32::MAX), &stop);
     }
+    let closed = sink.close();
     eprintln!("iopipe-agent: {taken} samples, {} bad diskstats lines, {}", agent.bad_lines, sink.summary());
-    Ok(())
+    closed
 }
 
 struct Agent {

@@ -14,6 +14,8 @@ pub trait Sink {
     fn send(&mut self, topic: &str, key: &str, payload: &str) -> Result<()>;
     /// Called after each batch of records of one sample.
     fn flush(&mut self) -> Result<()>;
+    /// Delivers what is still buffered; called once, before the exit summary.
+    fn close(&mut self) -> Result<()>;
     /// A one-line account of what was sent and lost, for the exit log.
     fn summary(&self) -> String;
 }
@@ -39,6 +41,10 @@ impl Sink for StdoutSink {
 
     fn flush(&mut self) -> Result<()> {
         self.out.flush().context("writing to stdout")
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.flush()
     }
 
     fn summary(&self) -> String {
@@ -83,6 +89,8 @@ pub struct KafkaSink {
 
 /// Memory the producer may hold while the brokers are away; past it records are shed.
 const MAX_BUFFERED_KIB: &str = "65536";
+/// How long closing waits for buffered records to be delivered.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a record is retried before it counts as failed.
 const DELIVERY_TIMEOUT_MS: &str = "300000";
 
@@ -119,6 +127,12 @@ impl Sink for KafkaSink {
         Ok(())
     }
 
+    fn close(&mut self) -> Result<()> {
+        self.producer.flush(CLOSE_TIMEOUT).map_err(|err| {
+            anyhow::anyhow!("{} records still unsent after {CLOSE_TIMEOUT:?}: {err}", self.producer.in_flight_count())
+        })
+    }
+
     fn summary(&self) -> String {
         let s = &self.stats;
         format!(
@@ -127,13 +141,5 @@ impl Sink for KafkaSink {
             s.failed.load(Ordering::Relaxed),
             s.shed.load(Ordering::Relaxed)
         )
-    }
-}
-
-impl Drop for KafkaSink {
-    fn drop(&mut self) {
-        if let Err(err) = self.producer.flush(Duration::from_secs(10)) {
-            eprintln!("iopipe-agent: {} records still unsent at exit: {err}", self.producer.in_flight_count());
-        }
     }
 }

@@ -20,4 +20,4 @@ cat > /etc/clickhouse-server/config.d/iopipe.xml <<XML
 </yandex>
 XML
 chown -R clickhouse:clickhouse /var/lib/clickhouse /var/log/clickhouse-server
-exec su -s /bin/bash clickhouse -c "exec /usr/bin/clickhouse-server --config-file=/etc/clickhouse-server/config.xml"
+exec su -s /bin/bash clickhouse -c "exec /usr/sbin/clickhouse-server --config-file=/etc/clickhouse-server/config.xml"

@@ -23,6 +23,9 @@ import org.apache.flink.util.CloseableIterator;
  * reason. Bad lines never stop the run.
  */
 public final class OfflineJob {
+    /** As on the session cluster: keyed state and watermarks cross subtasks as they do live. */
+    static final int PARALLELISM = 2;
+
     private OfflineJob() {}
 
     public static void main(String[] argv) throws Exception {
@@ -53,6 +56,7 @@ public final class OfflineJob {
 
     public static Counts run(Path input, Path output, Path rejects, Pipeline.Config config) throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(PARALLELISM);
         // Streaming semantics on a bounded input: the same watermarks, windows and late
         // handling as the live job, so a replay reproduces what the live job emitted.
         env.setRuntimeMode(RuntimeExecutionMode.STREAMING);

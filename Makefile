@@ -1,0 +1,73 @@
+# iopipe: `make demo` shows it working on this machine, `make test` runs every test.
+# Slow downloads and builds are cached outside the repo, under $(IOPIPE_CACHE).
+
+SHELL := /bin/bash
+IOPIPE_CACHE ?= $(HOME)/.cache/iopipe
+export IOPIPE_CACHE
+export CARGO_TARGET_DIR ?= $(IOPIPE_CACHE)/cargo-target
+AGENT_BIN := $(CARGO_TARGET_DIR)/release/iopipe-agent
+export IOPIPE_AGENT_BIN := $(AGENT_BIN)
+VENV := $(IOPIPE_CACHE)/venv-$(shell sha256sum integration-tests/requirements.txt | cut -c1-12)
+PYTHON := $(VENV)/bin/python
+MVN := mvn -B -q -Dstyle.color=never
+
+.PHONY: help deps agent jobs images test test-unit test-schema test-agent test-jobs test-integration demo down detect
+
+help:
+	@echo "make demo    start the stack and show this machine's disks through the pipeline"
+	@echo "make test    every test (unit and integration), as CI runs it"
+	@echo "make test-unit   the fast loop: schema, agent and job unit tests"
+	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
+	@echo "make down    stop everything the demo started"
+
+deps: $(VENV)/.installed
+	@bash infra/bootstrap.sh
+
+$(VENV)/.installed: integration-tests/requirements.txt
+	@echo "[iopipe] creating the Python environment for tests in $(VENV)"
+	@python3 -m venv $(VENV)
+	@$(VENV)/bin/pip install -q --upgrade pip
+	@$(VENV)/bin/pip install -q -r integration-tests/requirements.txt
+	@touch $@
+
+agent:
+	@echo "[iopipe] building the agent (cargo, release)"
+	@cd agent && cargo build --release --locked
+
+jobs:
+	@echo "[iopipe] building the stream jobs (maven)"
+	@cd stream-jobs && $(MVN) package -DskipTests
+
+images: deps
+	@python3 infra/stack.py images
+
+test: deps test-unit images test-integration
+
+test-unit: test-schema test-agent test-jobs
+
+test-schema: $(VENV)/.installed
+	@echo "[iopipe] schema contract tests"
+	@$(PYTHON) -m pytest -q schema/tests
+
+test-agent:
+	@echo "[iopipe] agent tests (cargo test)"
+	@cd agent && cargo test --release --locked
+
+test-jobs:
+	@echo "[iopipe] stream job tests (maven)"
+	@cd stream-jobs && $(MVN) package
+
+test-integration: $(VENV)/.installed agent jobs
+	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"
+	@$(PYTHON) -m pytest -v integration-tests
+
+demo: deps agent jobs images
+	@python3 infra/demo.py
+
+down:
+	@python3 infra/stack.py down
+
+detect:
+	@test -n "$(INPUT)" -a -n "$(OUTPUT)" || { echo "usage: make detect INPUT=records.ndjson OUTPUT=out.ndjson [REJECTS=file]"; exit 2; }
+	@test -f stream-jobs/target/iopipe-stream-jobs.jar || $(MAKE) -s jobs
+	@stream-jobs/bin/iopipe-detect --input "$(INPUT)" --output "$(OUTPUT)" $(if $(REJECTS),--rejects "$(REJECTS)")

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Applies schema/clickhouse/migrations to a ClickHouse server over HTTP.
+
+Migrations are numbered `NNNN_name.up.sql` / `NNNN_name.down.sql`, one statement
+each, with placeholders {db}, {kafka_brokers} and {kafka_group}. Applied versions are
+recorded in `{db}.schema_migrations` as an append-only log (up/down events), which
+works on every server version; a full `down` drops the log too, leaving nothing.
+
+    migrate.py up   [--url http://127.0.0.1:8123] [--db iopipe] [--kafka-brokers 127.0.0.1:9092]
+    migrate.py down [--to VERSION]
+    migrate.py status
+"""
+import argparse
+import re
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$")
+PLACEHOLDER = re.compile(r"\{(db|kafka_brokers|kafka_group)\}")
+
+
+class ClickHouseError(RuntimeError):
+    pass
+
+
+class ClickHouseHttp:
+    def __init__(self, url, user="default", password=""):
+        self.url = url.rstrip("/")
+        self.user = user
+        self.password = password
+
+    def query(self, sql, timeout=60):
+        request = urllib.request.Request(self.url + "/", data=sql.encode(), method="POST")
+        request.add_header("X-ClickHouse-User", self.user)
+        request.add_header("X-ClickHouse-Key", self.password)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.read().decode()
+        except urllib.error.HTTPError as e:
+            raise ClickHouseError(f"{e.read().decode().strip()}\n-- in:\n{sql}") from None
+        except urllib.error.URLError as e:
+            raise ClickHouseError(f"cannot reach ClickHouse at {self.url}: {e.reason}; is the server up?") from None
+
+    def rows(self, sql):
+        """Rows of a SELECT as tuples of strings (TabSeparated, unescaped enough for numbers and names)."""
+        text = self.query(sql.rstrip().rstrip(";") + " FORMAT TabSeparated")
+        return [tuple(line.split("\t")) for line in text.splitlines()]
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    up: Path
+    down: Path
+
+    def sql(self, direction, params):
+        path = self.up if direction == "up" else self.down
+        return PLACEHOLDER.sub(lambda m: params[m.group(1)], path.read_text())
+
+
+def discover(directory=MIGRATIONS_DIR):
+    found = {}
+    for path in sorted(directory.iterdir()):
+        match = FILE_NAME.match(path.name)
+        if not match:
+            raise ValueError(f"{path.name}: migration files are named NNNN_name.up.sql / NNNN_name.down.sql")
+        version, name, direction = int(match[1]), match[2], match[3]
+        found.setdefault((version, name), {})[direction] = path
+    migrations = []
+    for (version, name), paths in sorted(found.items()):
+        if set(paths) != {"up", "down"}:
+            raise ValueError(f"migration {version:04d}_{name} needs both an up and a down file")
+        migrations.append(Migration(version, name, paths["up"], paths["down"]))
+    versions = [m.version for m in migrations]
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"two migrations share a version number: {versions}")
+    return migrations
+
+
+class Migrator:
+    def __init__(self, client, db="iopipe", kafka_brokers="127.0.0.1:9092", kafka_group="iopipe-clickhouse", log=print):
+        self.client = client
+        self.db = db
+        self.params = {"db": db, "kafka_brokers": kafka_brokers, "kafka_group": kafka_group}
+        self.log = log
+
+    def _ensure_log(self):
+        self.client.query(f"CREATE DATABASE IF NOT EXISTS {self.db}")
+        self.client.query(
+            f"CREATE TABLE IF NOT EXISTS {self.db}.schema_migrations "
+            "(version UInt32, name String, direction String, at DateTime DEFAULT now(), seq UInt64) "
+            "ENGINE = MergeTree ORDER BY seq")
+
+    def applied(self):
+        exists = self.client.rows(f"SELECT count() FROM system.tables WHERE database = '{self.db}' AND name = 'schema_migrations'")
+        if exists[0][0] == "0":
+            return set()
+        events = self.client.rows(f"SELECT version, direction FROM {self.db}.schema_migrations ORDER BY seq")
+        state = {}
+        for version, direction in events:
+            state[int(version)] = direction == "up"
+        return {v for v, is_up in state.items() if is_up}
+
+    def _record(self, migration, direction):
+        seq = self.client.rows(f"SELECT count() FROM {self.db}.schema_migrations")[0][0]
+        self.client.query(
+            f"INSERT INTO {self.db}.schema_migrations (version, name, direction, seq) "
+            f"VALUES ({migration.version}, '{migration.name}', '{direction}', {int(seq) + 1})")
+
+    def up(self):
+        self._ensure_log()
+        done = self.applied()
+        for migration in discover():
+            if migration.version in done:
+                continue
+            self.log(f"[migrate] up   {migration.version:04d}_{migration.name}")
+            self.client.query(migration.sql("up", self.params))
+            self._record(migration, "up")
+
+    def down(self, to_version=0):
+        done = self.applied()
+        for migration in reversed(discover()):
+            if migration.version <= to_version or migration.version not in done:
+                continue
+            self.log(f"[migrate] down {migration.version:04d}_{migration.name}")
+            self.client.query(migration.sql("down", self.params))
+            self._record(migration, "down")
+        if to_version == 0:
+            self.client.query(f"DROP TABLE IF EXISTS {self.db}.schema_migrations")
+            self.client.query(f"DROP DATABASE IF EXISTS {self.db}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("--url", default="http://127.0.0.1:8123")
+    parser.add_argument("--db", default="iopipe")
+    parser.add_argument("--kafka-brokers", default="127.0.0.1:9092")
+    parser.add_argument("--to", type=int, default=0, help="with down: keep migrations up to this version")
+    args = parser.parse_args(argv)
+    migrator = Migrator(ClickHouseHttp(args.url), args.db, args.kafka_brokers)
+    try:
+        if args.command == "up":
+            migrator.up()
+        elif args.command == "down":
+            migrator.down(args.to)
+        applied = sorted(migrator.applied())
+        print(f"[migrate] applied: {', '.join(f'{v:04d}' for v in applied) or 'none'}")
+    except ClickHouseError as e:
+        sys.exit(f"migrate: {e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+package io.iopipe.jobs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.iopipe.jobs.pipeline.Pipeline;
+import io.iopipe.jobs.testing.SchemaFiles;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The whole job graph on a MiniCluster at parallelism 2, bounded over a file. */
+class OfflineJobTest {
+    static final long START_NS = 1_763_700_000_000_000_000L;
+    static final long SECOND_NS = 1_000_000_000L;
+    static final int SAMPLES = 25;
+
+    private static String diskstats(String disk, int second, long reads) {
+        return "{\"schema\":\"io.diskstats.v1\",\"host\":\"web-17\",\"disk\":\"" + disk + "\",\"ts_ns\":" + (START_NS + second * SECOND_NS)
+                + ",\"rotational\":true,\"reads_completed\":" + reads + ",\"reads_merged\":0,\"sectors_read\":" + reads * 256
+                + ",\"read_time_ms\":" + reads * 10 + ",\"writes_completed\":0,\"writes_merged\":0,\"sectors_written\":0,"
+                + "\"write_time_ms\":0,\"in_flight\":1,\"io_time_ms\":" + second * 900L + ",\"weighted_io_time_ms\":" + second * 1000L + "}";
+    }
+
+    @Test
+    void windowsEveryDiskAndRejectsBadLinesWithoutStopping(@TempDir Path dir) throws Exception {
+        List<String> lines = new ArrayList<>();
+        for (int second = 0; second < SAMPLES; second++) {
+            lines.add(diskstats("sda", second, 7L * second));
+            lines.add(diskstats("sdb", second, 50L * second));
+            if (second == 12) {
+                lines.add("not json at all");
+                lines.add("{\"schema\":\"io.diskstats.v1\",\"host\":\"web-17\"}");
+                lines.add("{\"schema\":\"io.unknown.v9\"}");
+            }
+        }
+        Path input = dir.resolve("in.ndjson");
+        Files.write(input, lines);
+        Path output = dir.resolve("out.ndjson");
+        Path rejects = dir.resolve("rejects.ndjson");
+
+        OfflineJob.Counts counts = OfflineJob.run(input, output, rejects, new Pipeline.Config());
+
+        List<JsonNode> windows = SchemaFiles.ndjson(output);
+        // 25 one-second samples from t=0: deltas end at 1..24 s, so windows [0,10) [10,20) [20,30) per disk.
+        assertEquals(6, windows.size());
+        assertEquals(6, counts.records());
+        for (JsonNode w : windows) {
+            assertEquals(Set.of(), SchemaFiles.violations("io.window.v1", w.toString()));
+            double expectedReadsPerS = w.get("disk").asText().equals("sda") ? 7.0 : 50.0;
+            assertEquals(expectedReadsPerS, w.get("reads_per_s").asDouble(), 1e-9);
+            assertEquals(10.0, w.get("read_await_ms").asDouble(), 1e-9);
+            assertEquals(90.0, w.get("util_pct").asDouble(), 1e-9);
+        }
+        List<JsonNode> rejected = SchemaFiles.ndjson(rejects);
+        assertEquals(3, rejected.size());
+        assertEquals(3, counts.rejects());
+        List<String> sources = rejected.stream().map(r -> r.get("source").asText()).sorted().toList();
+        assertEquals(List.of("in.ndjson:27", "in.ndjson:28", "in.ndjson:29"), sources);
+        assertTrue(rejected.stream().anyMatch(r -> r.get("reason").asText().equals("missing field: disk")));
+        assertTrue(rejected.stream().anyMatch(r -> r.get("reason").asText().equals("unknown schema: io.unknown.v9")));
+    }
+}

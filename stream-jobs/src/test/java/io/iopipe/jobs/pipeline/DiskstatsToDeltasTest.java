@@ -1,0 +1,117 @@
+package io.iopipe.jobs.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.iopipe.jobs.iostat.DiskstatsDelta;
+import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.OutputRecord;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class DiskstatsToDeltasTest {
+    static final long FIRST_SAMPLE_MS = 1_763_700_000_000L;
+    static final long ONE_SECOND_MS = 1_000L;
+    static final long DISK_FORGOTTEN_AFTER_MS = 600_000L;
+
+    private KeyedOneInputStreamOperatorTestHarness<String, DiskstatsSample, DiskstatsDelta> harness;
+
+    @BeforeEach
+    void open() throws Exception {
+        harness = new KeyedOneInputStreamOperatorTestHarness<>(
+                new KeyedProcessOperator<>(new DiskstatsToDeltas(DISK_FORGOTTEN_AFTER_MS)), DiskstatsSample::key, Types.STRING);
+        harness.open();
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        harness.close();
+    }
+
+    private static DiskstatsSample sample(long tsMs, long reads) {
+        DiskstatsSample s = new DiskstatsSample();
+        s.source = "test:" + tsMs;
+        s.host = "web-17";
+        s.disk = "sdb";
+        s.tsNs = tsMs * 1_000_000L;
+        s.rotational = true;
+        s.readsCompleted = reads;
+        s.sectorsRead = reads * 256;
+        s.readTimeMs = reads * 8;
+        s.ioTimeMs = tsMs - FIRST_SAMPLE_MS;
+        return s;
+    }
+
+    private void feed(DiskstatsSample s) throws Exception {
+        harness.processElement(new StreamRecord<>(s, s.tsNs / 1_000_000L));
+    }
+
+    private List<DiskstatsDelta> deltas() {
+        return harness.extractOutputValues();
+    }
+
+    private List<String> deadLetterReasons() {
+        return harness.getSideOutput(Pipeline.DEAD_LETTERS) == null ? List.of()
+                : harness.getSideOutput(Pipeline.DEAD_LETTERS).stream().map(r -> ((OutputRecord) r.getValue()).json).toList();
+    }
+
+    @Test
+    void consecutiveSamplesBecomeDeltasOverTheirInterval() throws Exception {
+        feed(sample(FIRST_SAMPLE_MS, 100));
+        feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
+        feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 120));
+        List<DiskstatsDelta> out = deltas();
+        assertEquals(2, out.size());
+        assertEquals(7, out.get(0).readsCompleted);
+        assertEquals(7 * 256, out.get(0).sectorsRead);
+        assertEquals(13, out.get(1).readsCompleted);
+        assertEquals(ONE_SECOND_MS * 1_000_000L, out.get(1).endNs - out.get(1).startNs);
+    }
+
+    @Test
+    void outOfOrderSampleIsDeadLetteredAndDoesNotDisturbTheBaseline() throws Exception {
+        feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
+        feed(sample(FIRST_SAMPLE_MS, 100));
+        feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 120));
+        assertEquals(1, deltas().size());
+        assertEquals(13, deltas().get(0).readsCompleted);
+        List<String> reasons = deadLetterReasons();
+        assertEquals(1, reasons.size());
+        assertTrue(reasons.get(0).contains("out of order"), reasons.get(0));
+    }
+
+    @Test
+    void duplicateSampleIsCountedNotDoubled() throws Exception {
+        feed(sample(FIRST_SAMPLE_MS, 100));
+        feed(sample(FIRST_SAMPLE_MS, 100));
+        feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
+        assertEquals(1, deltas().size());
+        assertEquals(List.of(), deadLetterReasons());
+    }
+
+    @Test
+    void counterResetStartsANewBaselineWithoutANegativeDelta() throws Exception {
+        feed(sample(FIRST_SAMPLE_MS, 5_000));
+        feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 10));
+        feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 17));
+        assertEquals(1, deltas().size());
+        assertEquals(7, deltas().get(0).readsCompleted);
+    }
+
+    @Test
+    void aDiskThatFallsSilentLeavesNoStateOrTimers() throws Exception {
+        feed(sample(FIRST_SAMPLE_MS, 100));
+        feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
+        assertEquals(1, harness.numEventTimeTimers());
+        assertTrue(harness.numKeyedStateEntries() > 0);
+        harness.processWatermark(FIRST_SAMPLE_MS + ONE_SECOND_MS + DISK_FORGOTTEN_AFTER_MS);
+        assertEquals(0, harness.numEventTimeTimers());
+        assertEquals(0, harness.numKeyedStateEntries());
+    }
+}

@@ -1,0 +1,79 @@
+package io.iopipe.jobs.records;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.iopipe.jobs.testing.SchemaFiles;
+import org.junit.jupiter.api.Test;
+
+class RecordDecoderTest {
+    static final long NOW_NS = 1_763_700_100_000_000_000L;
+
+    private static JsonNode json(String text) throws DecodeException {
+        return Json.parseObject(text);
+    }
+
+    @Test
+    void decodesEverySharedValidDiskstatsExample() throws Exception {
+        for (JsonNode example : SchemaFiles.validExamples("io.diskstats.v1")) {
+            DiskstatsSample s = RecordDecoder.diskstats(example, "test", NOW_NS);
+            assertEquals(example.get("disk").asText(), s.disk);
+            assertEquals(example.get("weighted_io_time_ms").asLong(), s.weightedIoTimeMs);
+        }
+    }
+
+    @Test
+    void rejectsEverySharedInvalidDiskstatsExample() {
+        for (JsonNode example : SchemaFiles.invalidExamples("io.diskstats.v1")) {
+            DecodeException e = assertThrows(DecodeException.class,
+                    () -> RecordDecoder.diskstats(example.get("record"), "test", NOW_NS), example.get("why").asText());
+            assertTrue(!e.getMessage().isBlank());
+        }
+    }
+
+    @Test
+    void olderKernelsWithoutDiscardOrFlushCountersDecodeAsZero() throws Exception {
+        JsonNode oldKernel = SchemaFiles.validExamples("io.diskstats.v1").get(2);
+        DiskstatsSample s = RecordDecoder.diskstats(oldKernel, "test", NOW_NS);
+        assertEquals(0, s.discardsCompleted);
+        assertEquals(0, s.flushesCompleted);
+    }
+
+    @Test
+    void namesTheProblemOfAHugeValue() {
+        String huge = "{\"schema\":\"io.diskstats.v1\",\"host\":\"h\",\"disk\":\"d\",\"ts_ns\":1763700000000000000,"
+                + "\"rotational\":false,\"reads_completed\":99999999999999999999999,\"reads_merged\":0,\"sectors_read\":0,"
+                + "\"read_time_ms\":0,\"writes_completed\":0,\"writes_merged\":0,\"sectors_written\":0,\"write_time_ms\":0,"
+                + "\"in_flight\":0,\"io_time_ms\":0,\"weighted_io_time_ms\":0}";
+        DecodeException e = assertThrows(DecodeException.class, () -> RecordDecoder.diskstats(json(huge), "t", NOW_NS));
+        assertTrue(e.getMessage().contains("reads_completed is beyond 2^63-1"), e.getMessage());
+    }
+
+    @Test
+    void refusesTimestampsInSecondsAndClocksFarAhead() throws Exception {
+        JsonNode valid = SchemaFiles.validExamples("io.diskstats.v1").get(0);
+        String seconds = valid.toString().replace("1763700000000000000", "1763700000");
+        DecodeException unit = assertThrows(DecodeException.class, () -> RecordDecoder.diskstats(json(seconds), "t", NOW_NS));
+        assertTrue(unit.getMessage().contains("not nanoseconds"), unit.getMessage());
+        long twoDaysBeforeRecord = 1_763_700_000_000_000_000L - 2L * 86_400 * 1_000_000_000L;
+        DecodeException skew = assertThrows(DecodeException.class, () -> RecordDecoder.diskstats(valid, "t", twoDaysBeforeRecord));
+        assertTrue(skew.getMessage().startsWith("clock skew"), skew.getMessage());
+    }
+
+    @Test
+    void saysWhatIsWrongWithNonJsonAndNonObjects() {
+        assertEquals("empty record", assertThrows(DecodeException.class, () -> json("  ")).getMessage());
+        assertTrue(assertThrows(DecodeException.class, () -> json("{\"a\":")).getMessage().startsWith("not JSON"));
+        assertEquals("not a JSON object", assertThrows(DecodeException.class, () -> json("[1,2]")).getMessage());
+    }
+
+    @Test
+    void deadLettersValidateAndCutLongInput() {
+        String longRaw = "x".repeat(DeadLetters.MAX_RAW_CHARS + 10);
+        OutputRecord dl = DeadLetters.of("stage", "file:3", "reason", longRaw, NOW_NS);
+        assertEquals(java.util.Set.of(), SchemaFiles.violations("io.deadletter.v1", dl.json));
+        assertTrue(dl.json.contains("\"raw_truncated\":true"));
+    }
+}
