@@ -10,6 +10,8 @@ export IOPIPE_AGENT_BIN := $(AGENT_BIN)
 VENV := $(IOPIPE_CACHE)/venv-$(shell sha256sum integration-tests/requirements.txt | cut -c1-12)
 PYTHON := $(VENV)/bin/python
 MVN := mvn -B -q -Dstyle.color=never
+JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
+JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
 .PHONY: help deps agent jobs images test test-unit test-schema test-agent test-jobs test-integration demo down detect
 
@@ -34,7 +36,9 @@ agent:
 	@echo "[iopipe] building the agent (cargo, release)"
 	@cd agent && cargo build --release --locked
 
-jobs:
+jobs: $(JOB_JAR)
+
+$(JOB_JAR): $(JOB_SOURCES)
 	@echo "[iopipe] building the stream jobs (maven)"
 	@cd stream-jobs && $(MVN) package -DskipTests
 
@@ -57,11 +61,11 @@ test-jobs:
 	@echo "[iopipe] stream job tests (maven)"
 	@cd stream-jobs && $(MVN) package
 
-test-integration: $(VENV)/.installed agent jobs
+test-integration: $(VENV)/.installed agent $(JOB_JAR)
 	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"
 	@$(PYTHON) -m pytest -v integration-tests
 
-demo: deps agent jobs images
+demo: deps agent $(JOB_JAR) images
 	@python3 infra/demo.py
 
 down:
@@ -69,5 +73,5 @@ down:
 
 detect:
 	@test -n "$(INPUT)" -a -n "$(OUTPUT)" || { echo "usage: make detect INPUT=records.ndjson OUTPUT=out.ndjson [REJECTS=file]"; exit 2; }
-	@test -f stream-jobs/target/iopipe-stream-jobs.jar || $(MAKE) -s jobs
+	@$(MAKE) -s $(JOB_JAR)
 	@stream-jobs/bin/iopipe-detect --input "$(INPUT)" --output "$(OUTPUT)" $(if $(REJECTS),--rejects "$(REJECTS)")

@@ -1,0 +1,68 @@
+"""Fixtures for the integration tests: the real stack in containers, the real agent.
+
+The containers are the images `make images` builds (the same ones `make demo` runs),
+started through testcontainers on free ports with host networking, so a test stack
+never collides with a running demo.
+"""
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# Only locally built images exist here: no Ryuk reaper (it would be pulled from a registry).
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
+
+from testcontainers.core.container import DockerContainer  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "infra"))
+import stack  # noqa: E402
+
+SERVICES = {  # service -> (image, command)
+    "kafka": ("iopipe/kafka:dev", None),
+    "clickhouse": ("iopipe/clickhouse:dev", None),
+    "flink-jobmanager": ("iopipe/flink:dev", "jobmanager"),
+    "flink-taskmanager": ("iopipe/flink:dev", "taskmanager"),
+}
+
+
+@dataclass
+class RunningPipeline:
+    ports: stack.Ports
+    job_id: str
+    clickhouse: stack.ClickHouseHttp
+
+
+@pytest.fixture(scope="session")
+def agent_bin():
+    path = Path(os.environ.get("IOPIPE_AGENT_BIN", REPO / "agent/target/release/iopipe-agent"))
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make agent` (or `make test`, which builds it)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pipeline():
+    ports = stack.Ports.free()
+    suffix = uuid.uuid4().hex[:8]
+    started = {}
+    try:
+        for service, (image, command) in SERVICES.items():
+            container = DockerContainer(image).with_name(f"iopipe-test-{service}-{suffix}").with_kwargs(network_mode="host")
+            for key, value in ports.env().items():
+                container.with_env(key, value)
+            if command:
+                container.with_command(command)
+            container.start()
+            started[service] = container
+        stack.wait_until_ready(ports, {s: c.get_wrapped_container().name for s, c in started.items()})
+        stack.migrate_clickhouse(ports)
+        job_id = stack.submit_live_job(ports)
+        yield RunningPipeline(ports, job_id, stack.ClickHouseHttp(ports.clickhouse_url))
+    finally:
+        for container in started.values():
+            container.stop()
