@@ -59,7 +59,8 @@ test-agent:
 
 test-jobs:
 	@echo "[iopipe] stream job tests (maven)"
-	@cd stream-jobs && $(MVN) package
+	@set -o pipefail; cd stream-jobs && mvn -B --no-transfer-progress -Dstyle.color=never package \
+	  | grep -E --line-buffered "Tests run:|FAIL|ERROR|BUILD"
 
 test-integration: $(VENV)/.installed agent $(JOB_JAR)
 	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"

@@ -104,7 +104,7 @@ def build_images():
     run(["bash", str(INFRA / "bootstrap.sh")])
     for name in IMAGES:
         context = globals()[f"_{name}_context"]()
-        say(f"building image iopipe/{name} (first build downloads packages: a few minutes)")
+        say(f"building image iopipe/{name} (the first build installs packages into it)")
         _docker_build(f"iopipe/{name}:dev", context)
 
 
@@ -137,8 +137,10 @@ def _kafka_context():
     libs = context / "libs"
     say("fetching Kafka jars from Maven Central (cached in ~/.m2)")
     shutil.rmtree(libs, ignore_errors=True)
-    run(["mvn", "-q", "-B", "-f", str(INFRA / "kafka" / "pom.xml"), "dependency:copy-dependencies",
-         f"-DoutputDirectory={libs}", "-DincludeScope=runtime"])
+    fetched = subprocess.run(["mvn", "-q", "-B", "-f", str(INFRA / "kafka" / "pom.xml"), "dependency:copy-dependencies",
+                              f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], capture_output=True, text=True)
+    if fetched.returncode != 0:
+        sys.exit(f"fetching the Kafka jars failed (is Maven Central reachable?):\n{fetched.stdout}{fetched.stderr}")
     _copy([INFRA / "kafka" / f for f in ("Dockerfile", "start-kafka.sh", "log4j2.properties")], context)
     topics = json.loads((REPO / "schema" / "topics.json").read_text())["topics"]
     (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in topics))
