@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-agent test-jobs test-integration demo down detect
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration demo down detect dashboards
 
 help:
 	@echo "make demo    start the stack and show this machine's disks through the pipeline"
@@ -47,11 +47,18 @@ images: deps
 
 test: deps test-unit images test-integration
 
-test-unit: test-schema test-agent test-jobs
+test-unit: test-schema test-dashboards test-agent test-jobs
 
 test-schema: $(VENV)/.installed
 	@echo "[iopipe] schema contract tests"
 	@$(PYTHON) -m pytest -q schema/tests
+
+test-dashboards: $(VENV)/.installed
+	@echo "[iopipe] dashboard generation tests"
+	@$(PYTHON) -m pytest -q dashboards/tests
+
+dashboards: $(VENV)/.installed
+	@$(PYTHON) dashboards/generate.py
 
 test-agent:
 	@echo "[iopipe] agent tests (cargo test)"
