@@ -5,7 +5,7 @@
 //! 11 before 4.18, 15 with discard counters (4.18), 17 with flush counters (5.5).
 //! Lines with more counters (future kernels) keep the first 17.
 
-use std::fmt;
+pub use crate::lines::LineError;
 
 /// Counters of one line, named as in iostats.rst. Times are milliseconds, sectors are
 /// 512-byte units regardless of the device's logical block size.
@@ -59,20 +59,6 @@ const BASE_COUNTERS: usize = 11;
 const WITH_DISCARDS: usize = 15;
 const WITH_FLUSHES: usize = 17;
 
-/// A line that could not be parsed, with its 1-based line number.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineError {
-    pub line_no: usize,
-    pub reason: String,
-    pub line: String,
-}
-
-impl fmt::Display for LineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "diskstats line {}: {}: {:?}", self.line_no, self.reason, self.line)
-    }
-}
-
 /// Parses the whole file. Bad lines are returned beside the good ones: one odd device
 /// never hides the others.
 pub fn parse(text: &str) -> (Vec<DiskCounters>, Vec<LineError>) {
@@ -84,7 +70,7 @@ pub fn parse(text: &str) -> (Vec<DiskCounters>, Vec<LineError>) {
         }
         match parse_line(line) {
             Ok(disk) => disks.push(disk),
-            Err(reason) => errors.push(LineError { line_no: index + 1, reason, line: line.to_string() }),
+            Err(reason) => errors.push(LineError::new("diskstats", index + 1, reason, line)),
         }
     }
     (disks, errors)

@@ -1,7 +1,10 @@
 //! iopipe-agent: the host side of iopipe. Samples /proc/diskstats and ships
-//! `io.diskstats.v1` records as NDJSON on stdout or straight to Kafka.
+//! `io.diskstats.v1` records as NDJSON on stdout or straight to Kafka; converts
+//! captures of other tools into `io.event.v1` records.
 
+mod convert;
 mod diskstats;
+mod lines;
 mod output;
 mod record;
 mod sampler;
@@ -11,7 +14,7 @@ mod topics;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use output::{KafkaSink, Sink, StdoutSink};
-use record::{DiskstatsRecord, DISKSTATS_SCHEMA};
+use record::{DiskstatsRecord, DISKSTATS_SCHEMA, EVENT_SCHEMA};
 use sampler::{Sample, Sampler};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -30,6 +33,46 @@ struct Cli {
 enum Command {
     /// Sample /proc/diskstats every interval and emit io.diskstats.v1 records.
     Run(RunArgs),
+    /// Turn a capture made with biosnoop, blkparse, iosnoop -ts or an MSR-style CSV into
+    /// io.event.v1 records; malformed lines are reported by number and skipped.
+    Convert(ConvertArgs),
+}
+
+#[derive(clap::Args)]
+struct OutputArgs {
+    #[arg(long, value_enum, default_value = "stdout")]
+    output: Output,
+    /// Kafka bootstrap servers, with --output kafka.
+    #[arg(long, env = "IOPIPE_KAFKA_BROKERS", default_value = "127.0.0.1:9092")]
+    brokers: String,
+}
+
+impl OutputArgs {
+    fn sink(&self) -> Result<Box<dyn Sink>> {
+        Ok(match self.output {
+            Output::Stdout => Box::new(StdoutSink::new()),
+            Output::Kafka => Box::new(KafkaSink::connect(&self.brokers)?),
+        })
+    }
+}
+
+#[derive(clap::Args)]
+struct ConvertArgs {
+    /// The tool whose output FILE holds.
+    #[arg(long, value_enum)]
+    from: convert::Format,
+    file: PathBuf,
+    /// Host the capture was made on (required unless the capture names it, as MSR traces do).
+    #[arg(long)]
+    host: Option<String>,
+    /// Disk name for every I/O (blkparse and iosnoop only know major,minor).
+    #[arg(long)]
+    disk: Option<String>,
+    /// Wall-clock ns since the epoch of the capture's time zero (default: the file's modification time).
+    #[arg(long)]
+    start_ns: Option<u64>,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -58,17 +101,15 @@ struct RunArgs {
     /// Include partitions, not only whole disks.
     #[arg(long)]
     partitions: bool,
-    #[arg(long, value_enum, default_value = "stdout")]
-    output: Output,
-    /// Kafka bootstrap servers, with --output kafka.
-    #[arg(long, env = "IOPIPE_KAFKA_BROKERS", default_value = "127.0.0.1:9092")]
-    brokers: String,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Convert(args) => convert_capture(args),
     };
     if let Err(err) = result {
         eprintln!("iopipe-agent: error: {err:#}");
@@ -90,15 +131,12 @@ fn run(args: RunArgs) -> Result<()> {
     sampler
         .sample()
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
-    let mut sink: Box<dyn Sink> = match args.output {
-        Output::Stdout => Box::new(StdoutSink::new()),
-        Output::Kafka => Box::new(KafkaSink::connect(&args.brokers)?),
-    };
+    let mut sink = args.out.sink()?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
     }
-    let mut agent = Agent { host, topic: topics::topic_for(DISKSTATS_SCHEMA), warned_unknown_rotational: HashSet::new(), bad_lines: 0 };
+    let mut agent = Agent::new(host, topics::topic_for(DISKSTATS_SCHEMA));
     let interval = Duration::from_millis(args.interval_ms);
     let started = Instant::now();
     let mut taken = 0u64;
@@ -122,14 +160,22 @@ struct Agent {
     host: String,
     topic: String,
     warned_unknown_rotational: HashSet<String>,
+    reported_bad_lines: HashSet<String>,
     bad_lines: u64,
 }
 
 impl Agent {
+    fn new(host: String, topic: String) -> Self {
+        Agent { host, topic, warned_unknown_rotational: HashSet::new(), reported_bad_lines: HashSet::new(), bad_lines: 0 }
+    }
+
     fn emit(&mut self, sample: &Sample, sink: &mut dyn Sink) -> Result<()> {
         for bad in &sample.bad_lines {
             self.bad_lines += 1;
-            eprintln!("iopipe-agent: skipped {bad}");
+            // A malformed line usually stays malformed: say so once, keep counting.
+            if self.reported_bad_lines.insert(bad.line.clone()) {
+                eprintln!("iopipe-agent: skipped {bad} (reported once; counted every time)");
+            }
         }
         for disk in &sample.disks {
             let rotational = disk.rotational.unwrap_or_else(|| {
@@ -144,6 +190,47 @@ impl Agent {
         }
         sink.flush()
     }
+}
+
+/// How many malformed lines of a capture are shown one by one; the rest are counted.
+const SHOWN_BAD_LINES: usize = 20;
+
+fn convert_capture(args: ConvertArgs) -> Result<()> {
+    let bytes = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let start_ns = match args.start_ns {
+        Some(ns) => ns,
+        None => modification_time_ns(&args.file)?,
+    };
+    let ctx = convert::Context { host: args.host.clone(), disk: args.disk.clone(), start_ns };
+    let name = args.file.file_name().map_or_else(|| args.file.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
+    for bad in conversion.bad_lines.iter().take(SHOWN_BAD_LINES) {
+        eprintln!("iopipe-agent: skipped {bad}");
+    }
+    if conversion.bad_lines.len() > SHOWN_BAD_LINES {
+        eprintln!("iopipe-agent: ... and {} more malformed lines", conversion.bad_lines.len() - SHOWN_BAD_LINES);
+    }
+    let topic = topics::topic_for(EVENT_SCHEMA);
+    let mut sink = args.out.sink()?;
+    for event in &conversion.events {
+        sink.send(&topic, &event.key(), &serde_json::to_string(event)?)?;
+    }
+    let closed = sink.close();
+    eprintln!(
+        "iopipe-agent: {name}: {} events, {} malformed lines skipped, {} other lines, {} I/Os incomplete in the capture; {}",
+        conversion.events.len(),
+        conversion.bad_lines.len(),
+        conversion.other_lines,
+        conversion.unmatched,
+        sink.summary()
+    );
+    closed
+}
+
+fn modification_time_ns(path: &std::path::Path) -> Result<u64> {
+    let modified = std::fs::metadata(path)?.modified()?;
+    let since_epoch = modified.duration_since(std::time::UNIX_EPOCH).context("file modified before 1970: pass --start-ns")?;
+    Ok(u64::try_from(since_epoch.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn kernel_hostname(proc_root: &std::path::Path) -> Result<String> {

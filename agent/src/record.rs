@@ -74,3 +74,74 @@ impl<'a> DiskstatsRecord<'a> {
         format!("{}/{}", self.host, self.disk)
     }
 }
+
+pub const EVENT_SCHEMA: &str = "io.event.v1";
+
+/// Operation of a block I/O, as in io.event.v1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Op {
+    R,
+    W,
+    D,
+    F,
+}
+
+impl Op {
+    /// From a blktrace-style rwbs string ("R", "WS", "FWS", "D", "RA", "FN"...):
+    /// discard before write before read; a flush that carries no data is a flush.
+    pub fn from_rwbs(rwbs: &str) -> Option<Op> {
+        if rwbs.contains('D') {
+            Some(Op::D)
+        } else if rwbs.contains('W') {
+            Some(Op::W)
+        } else if rwbs.contains('R') {
+            Some(Op::R)
+        } else if rwbs.starts_with('F') {
+            Some(Op::F)
+        } else {
+            None
+        }
+    }
+}
+
+/// Why an event was emitted; captures of other tools hold every I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleReason {
+    All,
+}
+
+/// One block I/O, shaped exactly as schema/records/io.event.v1.schema.json.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventRecord {
+    pub schema: &'static str,
+    pub host: String,
+    pub disk: String,
+    pub op: Op,
+    pub bytes: u64,
+    pub sector: u64,
+    pub issue_ns: u64,
+    pub complete_ns: u64,
+    pub queue_ns: u64,
+    pub inflight: u32,
+    pub error: i32,
+    pub comm: String,
+    pub pid: u32,
+    pub sample_reason: SampleReason,
+    pub sample_weight: f64,
+}
+
+impl EventRecord {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.host, self.disk)
+    }
+}
+
+/// The kernel's TASK_COMM_LEN is 16 with the terminating NUL: 15 visible bytes.
+pub fn kernel_comm(name: &str) -> String {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_string()
+}

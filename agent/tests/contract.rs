@@ -10,9 +10,13 @@ fn repo() -> PathBuf {
 }
 
 fn run_agent_on_fixture(host_dir: &str) -> (Vec<Value>, String) {
+    run_agent_samples(host_dir, 1)
+}
+
+fn run_agent_samples(host_dir: &str, count: u32) -> (Vec<Value>, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(host_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"))
-        .args(["run", "--count", "1", "--host", "fixture-host"])
+        .args(["run", "--interval-ms", "10", "--host", "fixture-host", "--count", &count.to_string()])
         .arg("--proc-root")
         .arg(root.join("proc"))
         .arg("--sys-root")
@@ -73,4 +77,62 @@ fn fixture_host_gives_the_golden_records() {
         .collect();
     assert_eq!(records, golden);
     assert!(stderr.contains("line 8"), "the malformed line is reported by number: {stderr}");
+}
+
+#[test]
+fn a_malformed_line_is_reported_once_and_counted_every_sample() {
+    let (records, stderr) = run_agent_samples("host-a", 3);
+    assert_eq!(records.len(), 3 * 5);
+    assert_eq!(stderr.matches("diskstats line 8").count(), 1, "{stderr}");
+    assert!(stderr.contains("3 samples, 3 bad diskstats lines"), "{stderr}");
+}
+
+fn convert_fixture(format: &str, file: &str, extra: &[&str]) -> (Vec<Value>, String, bool) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures").join(file);
+    let out = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"))
+        .args(["convert", "--from", format, "--start-ns", "1763700000000000000"])
+        .args(extra)
+        .arg(path)
+        .output()
+        .expect("agent runs");
+    let records = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (records, String::from_utf8(out.stderr).unwrap(), out.status.success())
+}
+
+#[test]
+fn every_converted_event_validates_against_the_schema() {
+    let validator = validator("io.event.v1");
+    let cases = [
+        ("biosnoop", "biosnoop-dusty-disk.txt", 39),
+        ("biosnoop", "biosnoop-lid-pressed.txt", 19),
+        ("blkparse", "blkparse-sdf-fio.txt", 1),
+        ("blkparse", "blkparse-sdf-dd.txt", 1),
+        ("iosnoop", "iosnoop-ts.txt", 5),
+        ("msr-csv", "msr-hm.csv", 4),
+    ];
+    for (format, file, expected) in cases {
+        let (records, stderr, ok) = convert_fixture(format, file, &["--host", "seed-host"]);
+        assert!(ok, "{file}: {stderr}");
+        assert_eq!(records.len(), expected, "{file}: {stderr}");
+        for record in &records {
+            let errors: Vec<String> = validator.iter_errors(record).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{file}: {record}: {errors:?}");
+        }
+    }
+}
+
+#[test]
+fn a_capture_with_bad_lines_is_converted_whole_and_the_lines_are_named() {
+    let (records, stderr, ok) = convert_fixture("iosnoop", "iosnoop-ts.txt", &["--host", "web-3"]);
+    assert!(ok);
+    assert_eq!(records.len(), 5);
+    assert!(stderr.contains("iosnoop-ts.txt line 8"), "{stderr}");
+    assert!(stderr.contains("5 events, 1 malformed lines skipped"), "{stderr}");
+}
+
+#[test]
+fn a_capture_that_does_not_name_its_host_asks_for_one() {
+    let (records, stderr, ok) = convert_fixture("biosnoop", "biosnoop-lid-pressed.txt", &[]);
+    assert!(!ok && records.is_empty());
+    assert!(stderr.contains("pass --host"), "{stderr}");
 }

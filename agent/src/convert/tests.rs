@@ -1,0 +1,126 @@
+use super::*;
+use std::path::Path;
+
+const START_NS: u64 = 1_763_700_000_000_000_000;
+
+fn convert_fixture(format: Format, file: &str, host: Option<&str>, disk: Option<&str>) -> Conversion {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures").join(file);
+    let text = std::fs::read_to_string(path).unwrap();
+    let ctx = Context { host: host.map(str::to_string), disk: disk.map(str::to_string), start_ns: START_NS };
+    convert(format, file, &text, &ctx).unwrap()
+}
+
+fn device_ms(e: &EventRecord) -> f64 {
+    (e.complete_ns - e.issue_ns) as f64 / 1e6
+}
+
+#[test]
+fn biosnoop_of_the_dusty_disk_keeps_every_io_with_its_latency() {
+    let c = convert_fixture(Format::Biosnoop, "biosnoop-dusty-disk.txt", Some("seed-000"), None);
+    assert!(c.bad_lines.is_empty(), "{:?}", c.bad_lines);
+    assert_eq!(c.events.len(), 39);
+    let first = &c.events[0];
+    assert_eq!((first.disk.as_str(), first.op, first.bytes, first.sector), ("sdb", Op::R, 131072, 37144544));
+    assert_eq!((first.comm.as_str(), first.pid), ("dd", 16014));
+    assert_eq!(first.complete_ns, START_NS);
+    assert_eq!(first.complete_ns - first.issue_ns, 77_960_000);
+    let sdb: Vec<&EventRecord> = c.events.iter().filter(|e| e.disk == "sdb").collect();
+    assert_eq!(sdb.len(), 28);
+    assert!(sdb.iter().all(|e| device_ms(e) >= 77.96), "the slowest disk never answers faster than its first I/O");
+    // dd reads one request at a time: each is issued after the previous completes.
+    assert!(sdb.iter().all(|e| e.inflight <= 2), "{:?}", sdb.iter().map(|e| e.inflight).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_command_name_with_a_space_survives() {
+    let c = convert_fixture(Format::Biosnoop, "biosnoop-dusty-disk.txt", Some("seed-000"), None);
+    let cache = c.events.iter().find(|e| e.pid == 6515).unwrap();
+    assert_eq!((cache.comm.as_str(), cache.disk.as_str()), ("Cache2 I/O", "nvme0n1"));
+}
+
+#[test]
+fn biosnoop_of_the_retrying_disk_shows_both_modes() {
+    let c = convert_fixture(Format::Biosnoop, "biosnoop-lid-pressed.txt", Some("seed-000"), None);
+    assert!(c.bad_lines.is_empty());
+    assert_eq!(c.events.len(), 19);
+    assert_eq!(c.other_lines, 4, "header, comment and two elisions");
+    let (fast, slow): (Vec<f64>, Vec<f64>) = c.events.iter().map(device_ms).partition(|ms| *ms < 3.0);
+    assert_eq!((fast.len(), slow.len()), (12, 7));
+    assert!(slow.iter().all(|ms| *ms > 10.0));
+}
+
+#[test]
+fn blkparse_assembles_the_seeds_1_15_second_outlier_from_dispatch_and_completion() {
+    let c = convert_fixture(Format::Blkparse, "blkparse-sdf-fio.txt", Some("seed-004"), Some("sdf"));
+    assert_eq!(c.events.len(), 1);
+    let e = &c.events[0];
+    assert_eq!(e.complete_ns - e.issue_ns, 1_152_828_442, "btt's max D2C");
+    assert_eq!((e.disk.as_str(), e.op, e.bytes, e.sector, e.inflight), ("sdf", Op::R, 32 * 512, 94229760, 1));
+    assert_eq!((e.comm.as_str(), e.pid, e.error), ("fio", 2039, 0));
+}
+
+#[test]
+fn blkparse_splits_queue_time_from_device_time() {
+    let c = convert_fixture(Format::Blkparse, "blkparse-sdf-dd.txt", Some("seed-004"), None);
+    assert_eq!(c.events.len(), 1);
+    let e = &c.events[0];
+    assert_eq!(e.disk, "8:32", "major:minor when --disk is not given");
+    assert_eq!(e.queue_ns, 5_487 - 4_193, "insert to dispatch");
+    assert_eq!(e.complete_ns - e.issue_ns, 744_872 - 5_487, "dispatch to completion");
+    assert_eq!((e.comm.as_str(), e.pid, e.bytes), ("dd", 2208, 1024));
+    assert_eq!(c.unmatched, 0);
+}
+
+#[test]
+fn blkparse_counts_completions_whose_dispatch_predates_the_trace() {
+    let text = "8,32 0 1 0.1 0 C R 500 + 8 [0]\n8,32 0 2 0.2 7 D W 9 + 8 [x]\n";
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    let c = convert(Format::Blkparse, "t", text, &ctx).unwrap();
+    assert_eq!((c.events.len(), c.unmatched), (0, 2), "one completion without dispatch, one dispatch never completed");
+}
+
+#[test]
+fn blkparse_reports_an_io_error_as_negative_errno() {
+    let text = "8,0 0 1 0.0 9 D R 8 + 8 [dd]\n8,0 0 2 0.002 0 C R 8 + 8 [5]\n";
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    assert_eq!(convert(Format::Blkparse, "t", text, &ctx).unwrap().events[0].error, -5);
+}
+
+#[test]
+fn iosnoop_with_timestamps_converts_and_reports_the_bad_line() {
+    let c = convert_fixture(Format::Iosnoop, "iosnoop-ts.txt", Some("web-3"), None);
+    assert_eq!(c.events.len(), 5);
+    assert_eq!(c.bad_lines.len(), 1);
+    assert_eq!(c.bad_lines[0].line_no, 8);
+    assert_eq!(c.events[0].issue_ns, START_NS, "the first I/O is anchored at --start-ns");
+    assert_eq!(c.events[0].complete_ns - c.events[0].issue_ns, 618_000);
+    assert_eq!(c.events[4].comm, "kworker/u8:1");
+    assert_eq!(c.events[1].inflight, 2, "issued while the first was in flight");
+}
+
+#[test]
+fn iosnoop_without_timestamps_is_refused_with_the_fix() {
+    let text = "COMM         PID    TYPE DEV      BLOCK        BYTES     LATms\nsupervise 1809 W 202,1 17039600 4096 0.62\n";
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    let c = convert(Format::Iosnoop, "t", text, &ctx).unwrap();
+    assert!(c.events.is_empty());
+    assert!(c.bad_lines[0].reason.contains("iosnoop -ts"), "{}", c.bad_lines[0].reason);
+}
+
+#[test]
+fn msr_csv_uses_its_own_hosts_and_file_time() {
+    let c = convert_fixture(Format::MsrCsv, "msr-hm.csv", None, None);
+    assert_eq!(c.events.len(), 4);
+    assert_eq!(c.bad_lines.len(), 1, "Trim is not a type MSR traces have");
+    let e = &c.events[0];
+    assert_eq!((e.host.as_str(), e.disk.as_str(), e.op, e.sector), ("hm", "1", Op::R, 3221225472 / 512));
+    assert_eq!(e.issue_ns, (128166372003061629 - 116444736000000000) * 100);
+    assert_eq!(e.complete_ns - e.issue_ns, 237_500);
+}
+
+#[test]
+fn captures_without_a_host_need_one() {
+    let ctx = Context { host: None, disk: None, start_ns: START_NS };
+    let err = convert(Format::Biosnoop, "t", "0.1 dd 1 sdb R 8 4096 1.0\n", &ctx).err().unwrap();
+    assert!(err.contains("--host"), "{err}");
+}
