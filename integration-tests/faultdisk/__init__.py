@@ -1,0 +1,109 @@
+"""A real block device with a known latency shape, for tests: the faultdisk FUSE server
+(faultdisk.c) serving one file, attached as a loop device with direct I/O.
+
+    with FaultDisk("units=1 read_us=2000") as disk:
+        disk.device            # /dev/loopN, real block I/O through the kernel
+        disk.set_profile("units=1 read_us=2000 retry_prob=0.3 revolution_us=8333 max_retries=3")
+        disk.diskstats()       # the kernel's counters of that device
+
+Needs root, /dev/fuse and libfuse3 (infra/bootstrap.sh installs it). The server binary is
+built once per source version and cached under $IOPIPE_CACHE.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parent / "faultdisk.c"
+CACHE = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe"))
+DISKSTATS_FIELDS = ("reads_completed", "reads_merged", "sectors_read", "read_time_ms",
+                    "writes_completed", "writes_merged", "sectors_written", "write_time_ms",
+                    "in_flight", "io_time_ms", "weighted_io_time_ms",
+                    "discards_completed", "discards_merged", "sectors_discarded", "discard_time_ms",
+                    "flushes_completed", "flush_time_ms")
+
+
+def build():
+    """Compiles faultdisk.c (warnings are errors) unless this exact source is built already."""
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    binary = CACHE / "faultdisk" / digest / "faultdisk"
+    if not binary.exists():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True)
+        if flags.returncode != 0:
+            raise RuntimeError("libfuse3 is missing: run `bash infra/bootstrap.sh` (installs libfuse3-dev)")
+        subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", str(SOURCE),
+                        *flags.stdout.split(), "-lm", "-o", str(binary)], check=True)
+    return binary
+
+
+class FaultDisk:
+    def __init__(self, profile, size_mib=256):
+        self.profile = profile
+        self.size_mib = size_mib
+        self.device = None
+        self._server = None
+        self._mountpoint = None
+
+    @property
+    def name(self):
+        return Path(self.device).name
+
+    def __enter__(self):
+        self._mountpoint = Path(tempfile.mkdtemp(prefix="iopipe-faultdisk-"))
+        self._server = subprocess.Popen([str(build()), str(self._mountpoint), str(self.size_mib), self.profile],
+                                        stderr=subprocess.PIPE, text=True)
+        try:
+            self._wait_for_mount()
+            self.device = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(self._mountpoint / "disk.img")],
+                                         capture_output=True, text=True, check=True).stdout.strip()
+            dio = Path(f"/sys/block/{self.name}/loop/dio").read_text().strip()
+            if dio != "1":
+                raise RuntimeError(f"{self.device} did not take direct I/O: the page cache would fake the latency shape")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _wait_for_mount(self, timeout_s=10):
+        deadline = time.monotonic() + timeout_s
+        while not (self._mountpoint / "disk.img").exists():
+            if self._server.poll() is not None:
+                raise RuntimeError(f"faultdisk exited: {self._server.stderr.read()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"faultdisk did not mount {self._mountpoint} within {timeout_s} s")
+            time.sleep(0.05)
+
+    def set_profile(self, profile):
+        """Switches the latency profile at once (an invalid one raises OSError EINVAL)."""
+        with open(self._mountpoint / "control", "w") as control:
+            control.write(profile)
+        self.profile = profile
+
+    def served(self):
+        """(requests served, requests failed) as the server counted them."""
+        counts = (self._mountpoint / "control").read_text().splitlines()[-1]
+        values = dict(pair.split("=") for pair in counts.split())
+        return int(values["served"]), int(values["failed"])
+
+    def diskstats(self):
+        values = Path(f"/sys/block/{self.name}/stat").read_text().split()
+        return dict(zip(DISKSTATS_FIELDS, map(int, values)))
+
+    def __exit__(self, *exc):
+        if self.device:
+            subprocess.run(["losetup", "-d", self.device], check=False)
+        if self._mountpoint:
+            subprocess.run(["fusermount3", "-u", str(self._mountpoint)], check=False, capture_output=True)
+        if self._server:
+            try:
+                self._server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+                self._server.wait()
+        if self._mountpoint:
+            shutil.rmtree(self._mountpoint, ignore_errors=True)
+        return False
