@@ -1,15 +1,10 @@
 """iostat -x arithmetic written down once more, independently of the Java job, straight
 from sysstat's formulas: the yardstick the integration tests hold the pipeline to."""
-
-FIELDS = ("reads_completed", "reads_merged", "sectors_read", "read_time_ms",
-          "writes_completed", "writes_merged", "sectors_written", "write_time_ms",
-          "io_time_ms", "weighted_io_time_ms",
-          "discards_completed", "discards_merged", "sectors_discarded", "discard_time_ms",
-          "flushes_completed", "flush_time_ms")
+from diskstats_fields import CUMULATIVE
 
 
 def delta(prev, curr):
-    return {f: curr.get(f, 0) - prev.get(f, 0) for f in FIELDS}
+    return {f: curr.get(f, 0) - prev.get(f, 0) for f in CUMULATIVE}
 
 
 def per_op(completed, merged, sectors, time_ms, seconds):
@@ -56,7 +51,7 @@ def windows(samples, window_s):
         for prev, curr in zip(series, series[1:]):
             stamp_ms = curr["ts_ns"] // 1_000_000
             key = (disk, (stamp_ms - stamp_ms % window_ms) * 1_000_000)
-            acc = sums.setdefault(key, {"interval_ns": 0, "samples": 0, **{f: 0 for f in FIELDS}})
+            acc = sums.setdefault(key, {"interval_ns": 0, "samples": 0, **{f: 0 for f in CUMULATIVE}})
             for f, v in delta(prev, curr).items():
                 acc[f] += v
             acc["interval_ns"] += curr["ts_ns"] - prev["ts_ns"]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from diskstats_fields import COUNTERS
+
 REPO = Path(__file__).resolve().parent.parent
 DETECT = REPO / "stream-jobs" / "bin" / "iopipe-detect"
 WINDOW_START_NS = 1_763_700_000_000_000_000
@@ -24,11 +26,6 @@ IOSTAT_TO_WINDOW = {
     "rareq-sz": "read_req_kib", "wareq-sz": "write_req_kib", "dareq-sz": "discard_req_kib",
     "aqu-sz": "queue_size", "util": "util_pct",
 }
-COUNTERS = ("reads_completed", "reads_merged", "sectors_read", "read_time_ms",
-            "writes_completed", "writes_merged", "sectors_written", "write_time_ms",
-            "in_flight", "io_time_ms", "weighted_io_time_ms",
-            "discards_completed", "discards_merged", "sectors_discarded", "discard_time_ms",
-            "flushes_completed", "flush_time_ms")
 
 
 def a_real_block_device():

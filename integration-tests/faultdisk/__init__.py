@@ -17,13 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from diskstats_fields import COUNTERS
+
 SOURCE = Path(__file__).resolve().parent / "faultdisk.c"
 CACHE = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe"))
-DISKSTATS_FIELDS = ("reads_completed", "reads_merged", "sectors_read", "read_time_ms",
-                    "writes_completed", "writes_merged", "sectors_written", "write_time_ms",
-                    "in_flight", "io_time_ms", "weighted_io_time_ms",
-                    "discards_completed", "discards_merged", "sectors_discarded", "discard_time_ms",
-                    "flushes_completed", "flush_time_ms")
 
 
 def build():
@@ -91,7 +88,7 @@ class FaultDisk:
 
     def diskstats(self):
         values = Path(f"/sys/block/{self.name}/stat").read_text().split()
-        return dict(zip(DISKSTATS_FIELDS, map(int, values)))
+        return dict(zip(COUNTERS, map(int, values)))
 
     def __exit__(self, *exc):
         if self.device:

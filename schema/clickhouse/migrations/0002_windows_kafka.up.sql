@@ -1,41 +1,6 @@
--- Step 2 of 3: the Kafka consumer of io.windows.v1. Booleans arrive as JSON
--- true/false, which JSONEachRow reads into UInt8 on every server version we support.
-CREATE TABLE IF NOT EXISTS {db}.windows_kafka
-(
-    host String,
-    disk String,
-    op String,
-    window_s UInt32,
-    window_start_ns UInt64,
-    window_end_ns UInt64,
-    interval_s Float64,
-    samples UInt32,
-    rotational UInt8,
-    reads_completed UInt64,
-    writes_completed UInt64,
-    discards_completed UInt64,
-    flushes_completed UInt64,
-    reads_per_s Float64,
-    writes_per_s Float64,
-    read_kib_per_s Float64,
-    write_kib_per_s Float64,
-    read_merges_per_s Float64,
-    write_merges_per_s Float64,
-    read_merges_pct Float64,
-    write_merges_pct Float64,
-    read_await_ms Float64,
-    write_await_ms Float64,
-    read_req_kib Float64,
-    write_req_kib Float64,
-    discards_per_s Float64,
-    discard_kib_per_s Float64,
-    discard_merges_per_s Float64,
-    discard_merges_pct Float64,
-    discard_await_ms Float64,
-    discard_req_kib Float64,
-    flushes_per_s Float64,
-    flush_await_ms Float64,
-    queue_size Float64,
-    util_pct Float64
-)
+-- Step 2 of 3: the Kafka consumer of io.windows.v1, with the columns of the windows table
+-- itself so the two cannot drift. Fields the records do not carry (window_start) take
+-- their default; the view computes them. Booleans arrive as JSON true/false, which
+-- JSONEachRow reads into UInt8.
+CREATE TABLE IF NOT EXISTS {db}.windows_kafka AS {db}.windows
 ENGINE = Kafka('{kafka_brokers}', 'io.windows.v1', '{kafka_group}', 'JSONEachRow')
