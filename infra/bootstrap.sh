@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes a fresh Debian 12 machine able to run the iopipe stack:
-#   1. Debian packages (docker, debootstrap, sysstat and fio as peers, libfuse3 for the fault disk),
+#   1. Debian packages (docker, debootstrap, sysstat and fio as peers, libfuse3 for the fault
+#      disk, clang and bpftool to build the agent's BPF programs),
 #   2. a running dockerd,
 #   3. the `debian:bookworm` base image every Dockerfile starts FROM.
 # Where no image registry answers, the base image is built with debootstrap and
@@ -9,7 +10,7 @@ set -euo pipefail
 
 say() { printf '[bootstrap] %s\n' "$*" >&2; }
 
-APT_PACKAGES=(docker.io docker-compose debootstrap sysstat fio util-linux fuse3 libfuse3-dev pkg-config gcc)
+APT_PACKAGES=(docker.io docker-compose debootstrap sysstat fio util-linux fuse3 libfuse3-dev pkg-config gcc clang bpftool libelf-dev zlib1g-dev)
 
 install_packages() {
   local missing=()

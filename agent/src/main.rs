@@ -2,6 +2,7 @@
 //! `io.diskstats.v1` records as NDJSON on stdout or straight to Kafka; converts
 //! captures of other tools into `io.event.v1` records.
 
+mod biolatency;
 mod convert;
 mod diskstats;
 mod lines;
@@ -14,7 +15,9 @@ mod topics;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use output::{KafkaSink, Sink, StdoutSink};
-use record::{DiskstatsRecord, DISKSTATS_SCHEMA, EVENT_SCHEMA};
+use biolatency::{Biolatency, IntervalHist};
+use record::{DiskstatsRecord, HistRecord, Op, DISKSTATS_SCHEMA, EVENT_SCHEMA, HIST_SCHEMA};
+use std::collections::HashMap;
 use sampler::{Sample, Sampler};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -101,6 +104,9 @@ struct RunArgs {
     /// Include partitions, not only whole disks.
     #[arg(long)]
     partitions: bool,
+    /// Do not trace block I/O with BPF: sample /proc/diskstats only (no privileges needed).
+    #[arg(long)]
+    no_trace: bool,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -131,6 +137,7 @@ fn run(args: RunArgs) -> Result<()> {
     sampler
         .sample()
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
+    let mut tracer = if args.no_trace { None } else { Some(Tracer::attach(&host, &args.sys_root)?) };
     let mut sink = args.out.sink()?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -145,11 +152,18 @@ fn run(args: RunArgs) -> Result<()> {
             Ok(sample) => agent.emit(&sample, sink.as_mut())?,
             Err(err) => eprintln!("iopipe-agent: reading {}: {err}", sampler.diskstats_path().display()),
         }
+        if let Some(tracer) = tracer.as_mut() {
+            tracer.emit_interval(sink.as_mut())?;
+        }
         taken += 1;
         if args.count != 0 && taken >= args.count {
             break;
         }
         sleep_until(started + interval * u32::try_from(taken).unwrap_or(u32::MAX), &stop);
+    }
+    if let Some(tracer) = tracer.as_mut() {
+        tracer.emit_interval(sink.as_mut())?;
+        eprintln!("iopipe-agent: BPF {}", tracer.counters_summary());
     }
     let closed = sink.close();
     eprintln!("iopipe-agent: {taken} samples, {} bad diskstats lines, {}", agent.bad_lines, sink.summary());
@@ -189,6 +203,75 @@ impl Agent {
             sink.send(&self.topic, &record.key(), &payload)?;
         }
         sink.flush()
+    }
+}
+
+/// Block I/O tracing: the in-kernel histograms, emitted as io.hist.v1 every interval.
+struct Tracer {
+    biolatency: Biolatency,
+    host: String,
+    sys_root: PathBuf,
+    topic: String,
+    disk_names: HashMap<(u32, u32), String>,
+    interval_start_ns: u64,
+}
+
+const LATENCY_KINDS: [&str; 3] = ["device", "queue", "total"];
+const OPS: [Op; 4] = [Op::R, Op::W, Op::D, Op::F];
+
+impl Tracer {
+    fn attach(host: &str, sys_root: &std::path::Path) -> Result<Self> {
+        let biolatency = Biolatency::attach()?;
+        eprintln!("iopipe-agent: tracing block I/O ({:?})", biolatency.attachment);
+        Ok(Tracer {
+            biolatency,
+            host: host.to_string(),
+            sys_root: sys_root.to_path_buf(),
+            topic: topics::topic_for(HIST_SCHEMA),
+            disk_names: HashMap::new(),
+            interval_start_ns: sampler::wall_clock_ns(),
+        })
+    }
+
+    fn emit_interval(&mut self, sink: &mut dyn Sink) -> Result<()> {
+        let hists = self.biolatency.read_interval()?;
+        let end_ns = sampler::wall_clock_ns();
+        for hist in &hists {
+            let disk = self.disk_name(hist);
+            let record = HistRecord {
+                schema: HIST_SCHEMA,
+                host: &self.host,
+                disk: &disk,
+                op: OPS[usize::from(hist.key.op)],
+                start_ns: self.interval_start_ns,
+                end_ns,
+                latency: LATENCY_KINDS[usize::from(hist.key.kind)],
+                buckets_log2_us: &hist.buckets,
+                count: hist.count,
+                sum_us: hist.sum_us,
+                max_us: hist.max_us,
+            };
+            sink.send(&self.topic, &format!("{}/{}", self.host, disk), &serde_json::to_string(&record)?)?;
+        }
+        self.interval_start_ns = end_ns;
+        sink.flush()
+    }
+
+    /// A disk that vanished keeps its numbers as its name: its I/O is still reported.
+    fn disk_name(&mut self, hist: &IntervalHist) -> String {
+        let (major, minor) = (hist.key.major, hist.key.minor);
+        let sys_root = &self.sys_root;
+        self.disk_names
+            .entry((major, minor))
+            .or_insert_with(|| sysfs::device_name(sys_root, major, minor).unwrap_or_else(|| format!("{major}:{minor}")))
+            .clone()
+    }
+
+    fn counters_summary(&self) -> String {
+        match self.biolatency.counters() {
+            Ok(counters) => counters.iter().map(|(name, n)| format!("{name} {n}")).collect::<Vec<_>>().join(", "),
+            Err(err) => format!("counters unreadable: {err}"),
+        }
     }
 }
 

@@ -145,3 +145,21 @@ pub fn kernel_comm(name: &str) -> String {
     }
     name[..end].to_string()
 }
+
+pub const HIST_SCHEMA: &str = "io.hist.v1";
+
+/// Every I/O of one disk and op in one interval, shaped as io.hist.v1.
+#[derive(Debug, Serialize)]
+pub struct HistRecord<'a> {
+    pub schema: &'static str,
+    pub host: &'a str,
+    pub disk: &'a str,
+    pub op: Op,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub latency: &'static str,
+    pub buckets_log2_us: &'a [u64],
+    pub count: u64,
+    pub sum_us: u64,
+    pub max_us: u64,
+}

@@ -25,6 +25,12 @@ pub fn rotational(sys_root: &Path, name: &str) -> Option<bool> {
         .map(|text| text.trim() == "1")
 }
 
+/// The kernel's name of block device `major:minor` (DEVNAME in its uevent), if it exists.
+pub fn device_name(sys_root: &Path, major: u32, minor: u32) -> Option<String> {
+    let uevent = fs::read_to_string(sys_root.join(format!("dev/block/{major}:{minor}/uevent"))).ok()?;
+    uevent.lines().find_map(|line| line.strip_prefix("DEVNAME=")).map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +52,11 @@ mod tests {
         assert_eq!(rotational(&fixture(), "sda1"), Some(true));
         assert_eq!(rotational(&fixture(), "cciss/c0d0"), Some(true));
         assert_eq!(rotational(&fixture(), "gone"), None);
+    }
+
+    #[test]
+    fn names_a_device_by_its_numbers() {
+        assert_eq!(device_name(&fixture(), 8, 0).as_deref(), Some("sda"));
+        assert_eq!(device_name(&fixture(), 8, 99), None);
     }
 }

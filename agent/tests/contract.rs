@@ -16,7 +16,7 @@ fn run_agent_on_fixture(host_dir: &str) -> (Vec<Value>, String) {
 fn run_agent_samples(host_dir: &str, count: u32) -> (Vec<Value>, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(host_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"))
-        .args(["run", "--interval-ms", "10", "--host", "fixture-host", "--count", &count.to_string()])
+        .args(["run", "--no-trace", "--interval-ms", "10", "--host", "fixture-host", "--count", &count.to_string()])
         .arg("--proc-root")
         .arg(root.join("proc"))
         .arg("--sys-root")
