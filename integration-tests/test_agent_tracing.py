@@ -2,7 +2,6 @@
 every I/O the workload issued is counted exactly once, as the kernel's own diskstats
 count it, and each lands in the log2 bucket its measured latency belongs to."""
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -12,8 +11,7 @@ from pathlib import Path
 
 import jsonschema
 
-from faultdisk import FaultDisk
-from test_faultdisk import timed_direct_reads
+from faultdisk import FaultDisk, direct_writes, timed_direct_reads
 
 REPO = Path(__file__).resolve().parent.parent
 HIST_SCHEMA = json.loads((REPO / "schema/records/io.hist.v1.schema.json").read_text())
@@ -81,16 +79,6 @@ def assert_same_shape(kernel, workload, total):
 def log2_bucket(ms):
     return max(int(ms * 1000), 1).bit_length() - 1
 
-
-def direct_writes(device, count):
-    import mmap
-    buffer = mmap.mmap(-1, 4096)
-    fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
-    try:
-        for i in range(count):
-            os.pwritev(fd, [buffer], (8192 + i) * 4096)
-    finally:
-        os.close(fd)
 
 
 def test_every_io_is_counted_once_in_the_bucket_of_its_latency(agent_bin):

@@ -7,29 +7,13 @@ import mmap
 import os
 import statistics
 import subprocess
-import time
 
 import pytest
 
-from faultdisk import FaultDisk
+from faultdisk import BLOCK, FaultDisk, timed_direct_reads
 
-BLOCK = 4096
 REVOLUTION_7200_RPM_US = 8333
 
-
-def timed_direct_reads(device, count, first_block=0, stride=7):
-    """Reads `count` 4 KiB blocks with O_DIRECT, one at a time; returns each read's ms."""
-    buffer = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT wants
-    fd = os.open(device, os.O_RDONLY | os.O_DIRECT)
-    try:
-        latencies = []
-        for i in range(count):
-            started = time.perf_counter_ns()
-            os.preadv(fd, [buffer], (first_block + i * stride) % 4096 * BLOCK)
-            latencies.append((time.perf_counter_ns() - started) / 1e6)
-        return latencies
-    finally:
-        os.close(fd)
 
 
 def fio_mean_latency_ms(device, iodepth):

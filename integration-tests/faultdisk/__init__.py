@@ -10,6 +10,7 @@ Needs root, /dev/fuse and libfuse3 (infra/bootstrap.sh installs it). The server 
 built once per source version and cached under $IOPIPE_CACHE.
 """
 import hashlib
+import mmap
 import os
 import shutil
 import subprocess
@@ -104,3 +105,32 @@ class FaultDisk:
         if self._mountpoint:
             shutil.rmtree(self._mountpoint, ignore_errors=True)
         return False
+
+
+BLOCK = 4096
+
+
+def timed_direct_reads(device, count, first_block=0, stride=7):
+    """Reads `count` 4 KiB blocks with O_DIRECT, one at a time; returns each read's ms."""
+    buffer = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT wants
+    fd = os.open(device, os.O_RDONLY | os.O_DIRECT)
+    try:
+        latencies = []
+        for i in range(count):
+            started = time.perf_counter_ns()
+            os.preadv(fd, [buffer], (first_block + i * stride) % 4096 * BLOCK)
+            latencies.append((time.perf_counter_ns() - started) / 1e6)
+        return latencies
+    finally:
+        os.close(fd)
+
+
+def direct_writes(device, count, first_block=8192):
+    """Writes `count` 4 KiB blocks with O_DIRECT, one at a time."""
+    buffer = mmap.mmap(-1, BLOCK)
+    fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
+    try:
+        for i in range(count):
+            os.pwritev(fd, [buffer], (first_block + i) * BLOCK)
+    finally:
+        os.close(fd)
