@@ -251,7 +251,7 @@ impl Tracer {
                 sum_us: hist.sum_us,
                 max_us: hist.max_us,
             };
-            sink.send(&self.topic, &format!("{}/{}", self.host, disk), &serde_json::to_string(&record)?)?;
+            sink.send(&self.topic, &record.key(), &serde_json::to_string(&record)?)?;
         }
         self.interval_start_ns = end_ns;
         sink.flush()

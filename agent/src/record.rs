@@ -5,6 +5,11 @@ use serde::Serialize;
 
 pub const DISKSTATS_SCHEMA: &str = "io.diskstats.v1";
 
+/// The Kafka key of every per-disk record: one disk always lands in one partition.
+pub fn disk_key(host: &str, disk: &str) -> String {
+    format!("{host}/{disk}")
+}
+
 #[derive(Debug, Serialize)]
 pub struct DiskstatsRecord<'a> {
     pub schema: &'static str,
@@ -71,7 +76,7 @@ impl<'a> DiskstatsRecord<'a> {
 
     /// Kafka key: one disk always lands in one partition.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.host, self.disk)
+        disk_key(self.host, self.disk)
     }
 }
 
@@ -133,7 +138,7 @@ pub struct EventRecord {
 
 impl EventRecord {
     pub fn key(&self) -> String {
-        format!("{}/{}", self.host, self.disk)
+        disk_key(&self.host, &self.disk)
     }
 }
 
@@ -162,4 +167,10 @@ pub struct HistRecord<'a> {
     pub count: u64,
     pub sum_us: u64,
     pub max_us: u64,
+}
+
+impl HistRecord<'_> {
+    pub fn key(&self) -> String {
+        disk_key(self.host, self.disk)
+    }
 }

@@ -1,6 +1,7 @@
 package io.iopipe.jobs.iostat;
 
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.OutputRecord;
 
 /**
  * What one disk did between two consecutive diskstats samples: counter deltas over
@@ -29,6 +30,10 @@ public class DiskstatsDelta {
     public long discardTimeMs;
     public long flushesCompleted;
     public long flushTimeMs;
+
+    public String key() {
+        return OutputRecord.diskKey(host, disk);
+    }
 
     public enum Outcome { DELTA, DUPLICATE, OUT_OF_ORDER, COUNTER_RESET }
 

@@ -64,7 +64,7 @@ public final class IostatWindow {
         w.put("queue_size", s.weightedIoTimeMs / seconds / MS_PER_S);
         // %util: share of the interval with at least one I/O in flight.
         w.put("util_pct", s.ioTimeMs / seconds / MS_PER_S * 100.0);
-        return new OutputRecord(SCHEMA, s.host + "/" + s.disk, Json.write(w));
+        return new OutputRecord(SCHEMA, OutputRecord.diskKey(s.host, s.disk), Json.write(w));
     }
 
     /** %rrqm: merged requests as a share of all requests before merging. */

@@ -62,7 +62,7 @@ public final class Pipeline {
         DataStream<OutputRecord> out = samples.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
         for (int seconds : config.windowSeconds) {
             SingleOutputStreamOperator<OutputRecord> windows = deltas
-                    .keyBy(d -> d.host + "/" + d.disk)
+                    .keyBy(DiskstatsDelta::key)
                     .window(TumblingEventTimeWindows.of(Duration.ofSeconds(seconds)))
                     .sideOutputLateData(LATE_DELTAS)
                     .aggregate(new IostatWindowFunctions.SumDeltas(), new IostatWindowFunctions.EmitWindow(seconds))
@@ -95,7 +95,7 @@ public final class Pipeline {
             String reason = "late: the " + windowSeconds + " s window holding ts_ns " + d.endNs + " had already closed";
             ObjectNode raw = Json.object();
             raw.put("host", d.host).put("disk", d.disk).put("start_ns", d.startNs).put("end_ns", d.endNs);
-            return DeadLetters.of("stream-jobs/iostat-window", d.host + "/" + d.disk, reason, Json.write(raw), DeadLetters.wallClockNs());
+            return DeadLetters.of("stream-jobs/iostat-window", d.key(), reason, Json.write(raw), DeadLetters.wallClockNs());
         }
     }
 }

@@ -33,7 +33,7 @@ public class DiskstatsSample {
     public long flushTimeMs;
 
     public String key() {
-        return host + "/" + disk;
+        return OutputRecord.diskKey(host, disk);
     }
 
     /** The record as JSON again, for a dead letter about a sample that decoded fine. */

@@ -8,6 +8,11 @@ public class OutputRecord {
 
     public OutputRecord() {}
 
+    /** The Kafka key of every per-disk record: one disk always lands in one partition. */
+    public static String diskKey(String host, String disk) {
+        return host + "/" + disk;
+    }
+
     public OutputRecord(String schema, String key, String json) {
         this.schema = schema;
         this.key = key;
