@@ -186,8 +186,10 @@ impl Agent {
     fn emit(&mut self, sample: &Sample, sink: &mut dyn Sink) -> Result<()> {
         for bad in &sample.bad_lines {
             self.bad_lines += 1;
-            // A malformed line usually stays malformed: say so once, keep counting.
-            if self.reported_bad_lines.insert(bad.line.clone()) {
+            // A malformed line usually stays malformed while its other counters move on:
+            // say so once per device and problem, keep counting.
+            let device = bad.line.split_whitespace().nth(2).unwrap_or_default();
+            if self.reported_bad_lines.insert(format!("{device}: {}", bad.reason)) {
                 eprintln!("iopipe-agent: skipped {bad} (reported once; counted every time)");
             }
         }
@@ -335,5 +337,43 @@ fn sleep_until(deadline: Instant, stop: &AtomicBool) {
             return;
         }
         std::thread::sleep((deadline - now).min(STEP));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lines::LineError;
+
+    struct Discard;
+
+    impl Sink for Discard {
+        fn send(&mut self, _: &str, _: &str, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn close(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn summary(&self) -> String {
+            String::new()
+        }
+    }
+
+    fn sample_with_bad_line(line: &str) -> Sample {
+        let reason = "6 fields, expected at least 14 (major minor name and 11 counters)";
+        Sample { ts_ns: 1, disks: Vec::new(), bad_lines: vec![LineError::new("diskstats", 8, reason, line)] }
+    }
+
+    #[test]
+    fn a_bad_line_whose_counters_move_on_is_reported_once_and_counted_each_time() {
+        let mut agent = Agent::new("h".into(), "t".into());
+        agent.emit(&sample_with_bad_line("8 16 sdb 1 2 3"), &mut Discard).unwrap();
+        agent.emit(&sample_with_bad_line("8 16 sdb 9 9 9"), &mut Discard).unwrap();
+        agent.emit(&sample_with_bad_line("8 32 sdc 1 2 3"), &mut Discard).unwrap();
+        assert_eq!(agent.bad_lines, 3);
+        assert_eq!(agent.reported_bad_lines.len(), 2, "{:?}", agent.reported_bad_lines);
     }
 }
