@@ -42,7 +42,7 @@ $(JOB_JAR): $(JOB_SOURCES)
 	@echo "[iopipe] building the stream jobs (maven)"
 	@cd stream-jobs && $(MVN) package -DskipTests
 
-images: deps
+images:
 	@python3 infra/stack.py images
 
 test: deps test-unit images test-integration
