@@ -8,7 +8,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
-const PROGRAMS: &[&str] = &["biolatency"];
+const PROGRAMS: &[&str] = &["iotrace"];
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 fn main() {

@@ -2,16 +2,13 @@
 every I/O the workload issued is counted exactly once, as the kernel's own diskstats
 count it, and each lands in the log2 bucket its measured latency belongs to."""
 import json
-import signal
-import subprocess
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import jsonschema
 
 from faultdisk import FaultDisk, direct_writes, timed_direct_reads
+from tracing_agent import TracingAgent
 
 REPO = Path(__file__).resolve().parent.parent
 HIST_SCHEMA = json.loads((REPO / "schema/records/io.hist.v1.schema.json").read_text())
@@ -19,34 +16,6 @@ HIST_SCHEMA = json.loads((REPO / "schema/records/io.hist.v1.schema.json").read_t
 # own timing and the kernel's agree on every I/O's bucket.
 BASE_US = 2500
 REVOLUTION_US = 8333
-
-
-class TracingAgent:
-    """The real agent, tracing, writing NDJSON to stdout until stopped."""
-
-    def __init__(self, agent_bin):
-        self.process = subprocess.Popen([str(agent_bin), "run", "--interval-ms", "300", "--host", "itest"],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr_lines = []
-        self.attached = threading.Event()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-        if not self.attached.wait(timeout=30):
-            self.process.kill()
-            raise AssertionError("agent did not attach: " + "".join(self.stderr_lines))
-
-    def _read_stderr(self):
-        for line in self.process.stderr:
-            self.stderr_lines.append(line)
-            if "tracing block I/O" in line:
-                self.attached.set()
-
-    def stop(self):
-        """Stops the agent (its last interval is flushed on SIGTERM) and returns its records."""
-        time.sleep(0.7)  # let the interval holding the last completions end
-        self.process.send_signal(signal.SIGTERM)
-        out, _ = self.process.communicate(timeout=30)
-        assert self.process.returncode == 0, "".join(self.stderr_lines)
-        return [json.loads(line) for line in out.splitlines()]
 
 
 def hists_of(records, disk, op, latency):

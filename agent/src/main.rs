@@ -2,23 +2,25 @@
 //! `io.diskstats.v1` records as NDJSON on stdout or straight to Kafka; converts
 //! captures of other tools into `io.event.v1` records.
 
-mod biolatency;
 mod convert;
 mod diskstats;
+mod iotrace;
 mod lines;
 mod output;
+mod recent;
 mod record;
 mod sampler;
 mod sysfs;
 mod topics;
+mod tracer;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use output::{KafkaSink, Sink, StdoutSink};
-use biolatency::{Biolatency, IntervalHist};
-use record::{DiskstatsRecord, HistRecord, Op, DISKSTATS_SCHEMA, EVENT_SCHEMA, HIST_SCHEMA};
-use std::collections::HashMap;
+use iotrace::SamplingConfig;
+use record::{DiskstatsRecord, DISKSTATS_SCHEMA, EVENT_SCHEMA};
 use sampler::{Sample, Sampler};
+use tracer::Tracer;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,7 +110,52 @@ struct RunArgs {
     #[arg(long)]
     no_trace: bool,
     #[command(flatten)]
+    sampling: SamplingArgs,
+    #[command(flatten)]
     out: OutputArgs,
+}
+
+/// Which I/Os the kernel sends as events.
+#[derive(clap::Args)]
+struct SamplingArgs {
+    /// Every I/O whose total latency exceeds this is an event, whatever its disk's history.
+    #[arg(long, default_value_t = 500.0)]
+    outlier_ceiling_ms: f64,
+    /// Device time above this quantile's log2 bucket of the disk's recent distribution
+    /// makes an I/O an outlier.
+    #[arg(long, default_value_t = 0.999)]
+    outlier_quantile: f64,
+    /// Sample 1 in N of the other I/Os (0: none).
+    #[arg(long, default_value_t = 1000)]
+    uniform_every: u32,
+    /// Events per disk per second at most; the rest are dropped and counted.
+    #[arg(long, default_value_t = 1000)]
+    event_budget: u64,
+    /// How long a flight recording of every I/O of a disk lasts.
+    #[arg(long, default_value_t = 5)]
+    recorder_seconds: u64,
+    /// Outliers of one disk within one second that start a flight recording.
+    #[arg(long, default_value_t = 8)]
+    cluster_outliers: u64,
+}
+
+impl SamplingArgs {
+    fn config(&self) -> Result<SamplingConfig> {
+        if !(self.outlier_ceiling_ms > 0.0 && self.outlier_ceiling_ms.is_finite()) {
+            bail!("--outlier-ceiling-ms {} must be a positive number of milliseconds", self.outlier_ceiling_ms);
+        }
+        if !(0.5..1.0).contains(&self.outlier_quantile) {
+            bail!("--outlier-quantile {} must be at least 0.5 and below 1", self.outlier_quantile);
+        }
+        Ok(SamplingConfig {
+            // Rounded: 16.384 ms must be exactly 16384000 ns, a log2 bucket edge.
+            ceiling_ns: (self.outlier_ceiling_ms * 1e6).round() as u64,
+            uniform_every: self.uniform_every,
+            budget_per_second: self.event_budget,
+            recorder_ns: self.recorder_seconds.saturating_mul(1_000_000_000),
+            cluster_outliers: self.cluster_outliers.max(1),
+        })
+    }
 }
 
 fn main() {
@@ -137,7 +184,9 @@ fn run(args: RunArgs) -> Result<()> {
     sampler
         .sample()
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
-    let mut tracer = if args.no_trace { None } else { Some(Tracer::attach(&host, &args.sys_root)?) };
+    let sampling = args.sampling.config()?;
+    let mut tracer =
+        if args.no_trace { None } else { Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile)?) };
     let mut sink = args.out.sink()?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -159,11 +208,16 @@ fn run(args: RunArgs) -> Result<()> {
         if args.count != 0 && taken >= args.count {
             break;
         }
-        sleep_until(started + interval * u32::try_from(taken).unwrap_or(u32::MAX), &stop);
+        let deadline = started + interval * u32::try_from(taken).unwrap_or(u32::MAX);
+        match tracer.as_mut() {
+            Some(tracer) => poll_until(deadline, &stop, tracer, sink.as_mut())?,
+            None => sleep_until(deadline, &stop),
+        }
     }
     if let Some(tracer) = tracer.as_mut() {
+        tracer.poll(Duration::ZERO, sink.as_mut())?;
         tracer.emit_interval(sink.as_mut())?;
-        eprintln!("iopipe-agent: BPF {}", tracer.counters_summary());
+        eprintln!("iopipe-agent: BPF {}", counters_summary(tracer));
     }
     let closed = sink.close();
     eprintln!("iopipe-agent: {taken} samples, {} bad diskstats lines, {}", agent.bad_lines, sink.summary());
@@ -205,75 +259,6 @@ impl Agent {
             sink.send(&self.topic, &record.key(), &payload)?;
         }
         sink.flush()
-    }
-}
-
-/// Block I/O tracing: the in-kernel histograms, emitted as io.hist.v1 every interval.
-struct Tracer {
-    biolatency: Biolatency,
-    host: String,
-    sys_root: PathBuf,
-    topic: String,
-    disk_names: HashMap<(u32, u32), String>,
-    interval_start_ns: u64,
-}
-
-const LATENCY_KINDS: [&str; 3] = ["device", "queue", "total"];
-const OPS: [Op; 4] = [Op::R, Op::W, Op::D, Op::F];
-
-impl Tracer {
-    fn attach(host: &str, sys_root: &std::path::Path) -> Result<Self> {
-        let biolatency = Biolatency::attach()?;
-        eprintln!("iopipe-agent: tracing block I/O ({:?})", biolatency.attachment);
-        Ok(Tracer {
-            biolatency,
-            host: host.to_string(),
-            sys_root: sys_root.to_path_buf(),
-            topic: topics::topic_for(HIST_SCHEMA),
-            disk_names: HashMap::new(),
-            interval_start_ns: sampler::wall_clock_ns(),
-        })
-    }
-
-    fn emit_interval(&mut self, sink: &mut dyn Sink) -> Result<()> {
-        let hists = self.biolatency.read_interval()?;
-        let end_ns = sampler::wall_clock_ns();
-        for hist in &hists {
-            let disk = self.disk_name(hist);
-            let record = HistRecord {
-                schema: HIST_SCHEMA,
-                host: &self.host,
-                disk: &disk,
-                op: OPS[usize::from(hist.key.op)],
-                start_ns: self.interval_start_ns,
-                end_ns,
-                latency: LATENCY_KINDS[usize::from(hist.key.kind)],
-                buckets_log2_us: &hist.buckets,
-                count: hist.count,
-                sum_us: hist.sum_us,
-                max_us: hist.max_us,
-            };
-            sink.send(&self.topic, &record.key(), &serde_json::to_string(&record)?)?;
-        }
-        self.interval_start_ns = end_ns;
-        sink.flush()
-    }
-
-    /// A disk that vanished keeps its numbers as its name: its I/O is still reported.
-    fn disk_name(&mut self, hist: &IntervalHist) -> String {
-        let (major, minor) = (hist.key.major, hist.key.minor);
-        let sys_root = &self.sys_root;
-        self.disk_names
-            .entry((major, minor))
-            .or_insert_with(|| sysfs::device_name(sys_root, major, minor).unwrap_or_else(|| format!("{major}:{minor}")))
-            .clone()
-    }
-
-    fn counters_summary(&self) -> String {
-        match self.biolatency.counters() {
-            Ok(counters) => counters.iter().map(|(name, n)| format!("{name} {n}")).collect::<Vec<_>>().join(", "),
-            Err(err) => format!("counters unreadable: {err}"),
-        }
     }
 }
 
@@ -326,6 +311,27 @@ fn kernel_hostname(proc_root: &std::path::Path) -> Result<String> {
         bail!("{} is empty: pass --host", path.display());
     }
     Ok(name.to_string())
+}
+
+/// Sends sampled events as they come until `deadline`, in short steps so a signal stops
+/// the agent promptly.
+fn poll_until(deadline: Instant, stop: &AtomicBool, tracer: &mut Tracer, sink: &mut dyn output::Sink) -> Result<()> {
+    const STEP: Duration = Duration::from_millis(50);
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        tracer.poll((deadline - now).min(STEP), sink)?;
+    }
+    Ok(())
+}
+
+fn counters_summary(tracer: &Tracer) -> String {
+    match tracer.kernel_counters() {
+        Ok(counters) => counters.iter().map(|(name, n)| format!("{name} {n}")).collect::<Vec<_>>().join(", "),
+        Err(err) => format!("counters unreadable: {err}"),
+    }
 }
 
 /// Sleeps until `deadline` in short steps so a signal stops the agent promptly.

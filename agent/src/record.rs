@@ -109,10 +109,13 @@ impl Op {
     }
 }
 
-/// Why an event was emitted; captures of other tools hold every I/O.
+/// Why an event was emitted: sampled in the kernel, or one of every I/O of a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SampleReason {
+    Outlier,
+    Uniform,
+    Recorder,
     All,
 }
 
@@ -167,6 +170,7 @@ pub struct HistRecord<'a> {
     pub count: u64,
     pub sum_us: u64,
     pub max_us: u64,
+    pub errors: u64,
 }
 
 impl HistRecord<'_> {

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Every block request, seen at dispatch and completion:
+ * - per disk and op, log2 histograms of device, queue and total latency, aggregated in
+ *   the kernel and read by the agent every interval (exact counts);
+ * - in-flight depth at dispatch and errors;
+ * - sampled events through a ring buffer: every outlier, a uniform 1/N, and a flight
+ *   recorder of every I/O of a disk for a while when its outliers cluster or the agent
+ *   sees its latency shape shift. A per-disk, per-second budget bounds the volume;
+ *   every drop is counted. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "iotrace.h"
+
+#define MAX_DISKS 1024
+#define NSEC_PER_SEC 1000000000ULL
+#define REQ_OP_BITS 8
+#define REQ_OP_MASK ((1 << REQ_OP_BITS) - 1)
+/* include/linux/blk_types.h enum req_op values, stable since 4.10. */
+#define KERNEL_REQ_OP_READ 0
+#define KERNEL_REQ_OP_WRITE 1
+#define KERNEL_REQ_OP_FLUSH 2
+#define KERNEL_REQ_OP_DISCARD 3
+
+/* Set by the agent before loading. */
+const volatile u64 ceiling_ns = 1000000000ULL; /* total latency above this is always an outlier */
+const volatile u32 uniform_every = 1000;       /* 1/N of the other I/Os are sampled */
+const volatile u64 budget_per_second = 1000;   /* events per disk per second */
+const volatile u64 recorder_ns = 5000000000ULL; /* how long a flight recording lasts */
+const volatile u64 cluster_outliers = 8;       /* outliers of a disk in one second that start one */
+
+/* Never written: makes struct event part of the object's BTF, so the agent's skeleton
+ * has its type (a ring buffer map names no value type). */
+struct event event_layout = {};
+
+/* The interval the agent is reading; it bumps this before reading the maxima. */
+u64 interval = 0;
+
+/* Per-disk state shared by all CPUs; allocated on a disk's first I/O (20 KiB each), not
+ * up front for MAX_DISKS. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MAX_DISKS);
+	__type(key, struct disk_key);
+	__type(value, struct disk_state);
+} disks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_DISKS);
+	__type(key, struct disk_key);
+	__type(value, struct disk_config);
+} disk_configs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, MAX_DISKS);
+	__type(key, struct disk_key);
+	__type(value, struct disk_hists);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COUNTERS);
+	__type(key, u32);
+	__type(value, u64);
+} counters SEC(".maps");
+
+static const struct disk_state zero_state;
+static const struct disk_hists zero_hists;
+
+static __always_inline void count(enum bpf_counter which)
+{
+	u32 key = which;
+	u64 *value = bpf_map_lookup_elem(&counters, &key);
+	if (value)
+		*value += 1;
+}
+
+/* The one place kernel differences live. */
+struct request___pre_5_17 {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct disk_key request_disk(struct request *rq)
+{
+	struct gendisk *disk;
+	/* Linux 5.17 removed rq->rq_disk; the disk is reached through the queue since. */
+	struct request___pre_5_17 *old = (void *)rq;
+	if (bpf_core_field_exists(old->rq_disk))
+		disk = BPF_CORE_READ(old, rq_disk);
+	else
+		disk = BPF_CORE_READ(rq, q, disk);
+	struct disk_key key = {.major = BPF_CORE_READ(disk, major), .minor = BPF_CORE_READ(disk, first_minor)};
+	return key;
+}
+
+static __always_inline int request_op(struct request *rq)
+{
+	switch (BPF_CORE_READ(rq, cmd_flags) & REQ_OP_MASK) {
+	case KERNEL_REQ_OP_READ:
+		return IO_READ;
+	case KERNEL_REQ_OP_WRITE:
+		return IO_WRITE;
+	case KERNEL_REQ_OP_DISCARD:
+		return IO_DISCARD;
+	case KERNEL_REQ_OP_FLUSH:
+		return IO_FLUSH;
+	default:
+		return -1;
+	}
+}
+
+/* The driver tag is unique among the in-flight requests of a hardware queue, so
+ * (queue, tag) names a request from dispatch to completion without a per-request hash
+ * map (measured elsewhere as the dominant cost at high IOPS). Disks with more than
+ * TAG_SLOTS tags in all can collide; a collision is counted, never miscounted. */
+static __always_inline u32 slot_index(struct request *rq)
+{
+	u32 tag = BPF_CORE_READ(rq, tag);
+	u32 queue = BPF_CORE_READ(rq, mq_hctx, queue_num);
+	u32 tags = BPF_CORE_READ(rq, mq_hctx, tags, nr_tags);
+	return (queue * tags + tag) % TAG_SLOTS;
+}
+
+static __always_inline struct disk_state *disk_state(struct disk_key *key)
+{
+	struct disk_state *state = bpf_map_lookup_elem(&disks, key);
+	if (state)
+		return state;
+	/* NOEXIST: another CPU may have just created it; look it up again either way. */
+	bpf_map_update_elem(&disks, key, &zero_state, BPF_NOEXIST);
+	state = bpf_map_lookup_elem(&disks, key);
+	if (!state)
+		count(COUNTER_DISK_MAP_FULL);
+	return state;
+}
+
+static __always_inline u64 log2_slot(u64 us)
+{
+	u64 slot = 0;
+	/* Bounded loop: the verifier sees at most MAX_SLOTS iterations. */
+	for (int i = 0; i < MAX_SLOTS - 1; i++) {
+		if (us < 2)
+			break;
+		us >>= 1;
+		slot++;
+	}
+	return slot;
+}
+
+static __always_inline void record(struct disk_hists *h, int op, int kind, u64 ns)
+{
+	u64 us = ns / 1000;
+	u64 slot = log2_slot(us);
+	if (slot >= MAX_SLOTS)
+		slot = MAX_SLOTS - 1;
+	if (op < 0 || op >= OPS || kind < 0 || kind >= LATENCY_KINDS)
+		return;
+	struct hist *hist = &h->hist[op][kind];
+	hist->slots[slot] += 1;
+	hist->count += 1;
+	hist->sum_us += us;
+	/* Per CPU: no other writer. A completion racing the agent's bump of `interval` can
+	 * lose this max, never a count. */
+	u64 current = interval;
+	if (h->max_interval[op][kind] != current || us > h->max_us[op][kind]) {
+		h->max_interval[op][kind] = current;
+		h->max_us[op][kind] = us;
+	}
+}
+
+static __always_inline struct disk_hists *disk_hists(struct disk_key *key)
+{
+	struct disk_hists *h = bpf_map_lookup_elem(&hists, key);
+	if (h)
+		return h;
+	bpf_map_update_elem(&hists, key, &zero_hists, BPF_NOEXIST);
+	h = bpf_map_lookup_elem(&hists, key);
+	if (!h)
+		count(COUNTER_DISK_MAP_FULL);
+	return h;
+}
+
+static __always_inline int on_issue(struct request *rq)
+{
+	struct disk_key key = request_disk(rq);
+	struct disk_state *state = disk_state(&key);
+	if (!state)
+		return 0;
+	struct tag_slot *slot = &state->slots[slot_index(rq) & (TAG_SLOTS - 1)];
+	u64 request = (u64)rq;
+	if (slot->request == request) {
+		/* Dispatched again after a requeue the agent missed: in flight once. */
+		__sync_fetch_and_sub(&state->inflight, 1);
+	} else if (slot->request) {
+		/* Taken by another request: a collision, or one whose completion we missed.
+		 * That one leaves the in-flight count now; its completion will find no slot. */
+		count(COUNTER_TAG_COLLISIONS);
+		__sync_fetch_and_sub(&state->inflight, 1);
+	}
+	long long depth = __sync_fetch_and_add(&state->inflight, 1) + 1;
+	slot->request = request;
+	slot->issue_ns = bpf_ktime_get_ns();
+	slot->inflight = depth > 0 ? depth : 1;
+	slot->pid = bpf_get_current_pid_tgid() >> 32;
+	bpf_get_current_comm(slot->comm, sizeof(slot->comm));
+	return 0;
+}
+
+static __always_inline int on_requeue(struct request *rq)
+{
+	struct disk_key key = request_disk(rq);
+	struct disk_state *state = bpf_map_lookup_elem(&disks, &key);
+	if (!state)
+		return 0;
+	struct tag_slot *slot = &state->slots[slot_index(rq) & (TAG_SLOTS - 1)];
+	if (slot->request == (u64)rq) {
+		slot->request = 0;
+		__sync_fetch_and_sub(&state->inflight, 1);
+	}
+	return 0;
+}
+
+/* Which sample, if any, this completion is; -1 for none. */
+static __always_inline int sample_reason(struct disk_key *key, struct disk_state *state, int op, u64 device_ns,
+					 u64 total_ns, u64 now)
+{
+	struct disk_config *config = bpf_map_lookup_elem(&disk_configs, key);
+	u64 threshold = config && op >= 0 && op < OPS ? config->outlier_ns[op] : 0;
+	u64 second = now / NSEC_PER_SEC;
+	if (state->second != second) {
+		state->second = second;
+		state->events_in_second = 0;
+		state->outliers_in_second = 0;
+	}
+	if (total_ns > ceiling_ns || (threshold && device_ns > threshold)) {
+		count(COUNTER_OUTLIERS);
+		if (__sync_fetch_and_add(&state->outliers_in_second, 1) + 1 == cluster_outliers) {
+			state->recorder_until_ns = now + recorder_ns;
+			count(COUNTER_RECORDER_STARTS);
+		}
+		return SAMPLE_OUTLIER;
+	}
+	if (now < state->recorder_until_ns || (config && now < config->recorder_until_ns))
+		return SAMPLE_RECORDER;
+	if (uniform_every && bpf_get_prandom_u32() % uniform_every == 0)
+		return SAMPLE_UNIFORM;
+	return -1;
+}
+
+static __always_inline void emit(struct disk_key *key, struct disk_state *state, struct request *rq,
+				 struct tag_slot *issued, int op, int reason, u64 issue_ns, u64 queue_ns, u64 now,
+				 blk_status_t status, unsigned int nr_bytes)
+{
+	if (__sync_fetch_and_add(&state->events_in_second, 1) >= budget_per_second) {
+		count(COUNTER_DROPPED_BUDGET);
+		if (reason == SAMPLE_OUTLIER)
+			count(COUNTER_DROPPED_OUTLIERS);
+		return;
+	}
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(COUNTER_DROPPED_RINGBUF);
+		if (reason == SAMPLE_OUTLIER)
+			count(COUNTER_DROPPED_OUTLIERS);
+		return;
+	}
+	e->major = key->major;
+	e->minor = key->minor;
+	e->sector = BPF_CORE_READ(rq, __sector);
+	e->issue_ns = issue_ns;
+	e->complete_ns = now;
+	e->queue_ns = queue_ns;
+	e->bytes = nr_bytes;
+	e->status = status;
+	e->op = op;
+	e->reason = reason;
+	e->pad = 0;
+	e->weight = reason == SAMPLE_UNIFORM ? uniform_every : 1;
+	if (issued) {
+		e->inflight = issued->inflight;
+		e->pid = issued->pid;
+		__builtin_memcpy(e->comm, issued->comm, sizeof(e->comm));
+	} else {
+		e->inflight = 0; /* unknown: dispatched before we attached, or a tag collision */
+		e->pid = 0;
+		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	}
+	bpf_ringbuf_submit(e, 0);
+	count(COUNTER_EVENTS);
+}
+
+static __always_inline int on_complete(struct request *rq, blk_status_t status, unsigned int nr_bytes)
+{
+	/* blk_update_request() traces each partial completion; the request goes on until
+	 * the bytes completed reach what it has left. */
+	if (nr_bytes < BPF_CORE_READ(rq, __data_len)) {
+		count(COUNTER_PARTIAL);
+		return 0;
+	}
+	u64 now = bpf_ktime_get_ns();
+	struct disk_key key = request_disk(rq);
+	struct disk_state *state = disk_state(&key);
+	if (!state)
+		return 0;
+	struct tag_slot *slot = &state->slots[slot_index(rq) & (TAG_SLOTS - 1)];
+	struct tag_slot issued = {};
+	bool tracked = slot->request == (u64)rq;
+	if (tracked) {
+		issued = *slot;
+		slot->request = 0;
+		__sync_fetch_and_sub(&state->inflight, 1);
+	}
+	/* Our own dispatch time when we saw it; else the kernel's, which it stamps (from a
+	 * per-plug cached clock) only when queue statistics are on, e.g. for writeback
+	 * throttling. */
+	u64 issue_ns = tracked ? issued.issue_ns : BPF_CORE_READ(rq, io_start_time_ns);
+	if (!issue_ns || issue_ns > now) {
+		count(COUNTER_UNTRACKED);
+		return 0;
+	}
+	int op = request_op(rq);
+	if (op < 0) {
+		count(COUNTER_OTHER_OPS);
+		return 0;
+	}
+	/* Set at allocation when the disk keeps I/O statistics or has a scheduler; 0 otherwise. */
+	u64 allocated_ns = BPF_CORE_READ(rq, start_time_ns);
+	u64 queue_ns = allocated_ns && allocated_ns <= issue_ns ? issue_ns - allocated_ns : 0;
+	u64 device_ns = now - issue_ns;
+	struct disk_hists *h = disk_hists(&key);
+	if (!h)
+		return 0;
+	record(h, op, LATENCY_DEVICE, device_ns);
+	record(h, op, LATENCY_QUEUE, queue_ns);
+	record(h, op, LATENCY_TOTAL, device_ns + queue_ns);
+	count(COUNTER_COMPLETIONS);
+	if (status) {
+		count(COUNTER_ERRORS);
+		if (op >= 0 && op < OPS)
+			h->errors[op] += 1;
+	}
+	int reason = sample_reason(&key, state, op, device_ns, device_ns + queue_ns, now);
+	if (reason >= 0)
+		emit(&key, state, rq, tracked ? &issued : NULL, op, reason, issue_ns, queue_ns, now, status, nr_bytes);
+	return 0;
+}
+
+/* tp_btf where the kernel has BTF for the tracepoints; raw_tp otherwise. The agent
+ * loads one set or the other. block_rq_issue and block_rq_requeue take (rq) since
+ * Linux 5.11, which dropped their request_queue argument. */
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(btf_issue, struct request *rq)
+{
+	return on_issue(rq);
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(btf_requeue, struct request *rq)
+{
+	return on_requeue(rq);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(btf_complete, struct request *rq, blk_status_t status, unsigned int nr_bytes)
+{
+	return on_complete(rq, status, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(raw_issue, struct request *rq)
+{
+	return on_issue(rq);
+}
+
+SEC("raw_tp/block_rq_requeue")
+int BPF_PROG(raw_requeue, struct request *rq)
+{
+	return on_requeue(rq);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(raw_complete, struct request *rq, blk_status_t status, unsigned int nr_bytes)
+{
+	return on_complete(rq, status, nr_bytes);
+}
+
+char LICENSE[] SEC("license") = "GPL";

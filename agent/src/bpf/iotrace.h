@@ -1,0 +1,117 @@
+/* Shared by iotrace.bpf.c and the agent (through the skeleton's generated types). */
+#ifndef IOPIPE_IOTRACE_H
+#define IOPIPE_IOTRACE_H
+
+/* log2 slots of microseconds: slot i counts [2^i, 2^(i+1)) us, slot 0 also < 1 us;
+ * the last slot also holds everything longer (2^26 us is 67 s). */
+#define MAX_SLOTS 27
+#define OPS 4
+#define COMM_LEN 16
+/* In-flight requests remembered per disk, indexed by driver tag (see tag_slot()). */
+#define TAG_SLOTS 512
+
+enum latency_kind {
+	LATENCY_DEVICE = 0, /* dispatch -> complete (btt D2C) */
+	LATENCY_QUEUE = 1,  /* request allocated (just before insertion) -> dispatch */
+	LATENCY_TOTAL = 2,  /* request allocated -> complete */
+	LATENCY_KINDS = 3,
+};
+
+enum io_op {
+	IO_READ = 0,
+	IO_WRITE = 1,
+	IO_DISCARD = 2,
+	IO_FLUSH = 3,
+};
+
+struct disk_key {
+	unsigned int major;
+	unsigned int minor;
+};
+
+struct hist {
+	unsigned long long slots[MAX_SLOTS];
+	unsigned long long count;
+	unsigned long long sum_us;
+};
+
+/* One disk's histograms on one CPU, cumulative since attach: the agent reports
+ * differences, so counts are exact. max_us holds the largest latency of the interval
+ * whose number is in max_interval (see the global `interval`). */
+struct disk_hists {
+	struct hist hist[OPS][LATENCY_KINDS];
+	unsigned long long max_us[OPS][LATENCY_KINDS];
+	unsigned long long max_interval[OPS][LATENCY_KINDS];
+	unsigned long long errors[OPS];
+};
+
+/* What the completion needs to know of a request's dispatch. */
+struct tag_slot {
+	unsigned long long request; /* address of the struct request, 0 when free */
+	unsigned long long issue_ns; /* used when the kernel does not stamp io_start_time_ns */
+	unsigned int pid;
+	unsigned int inflight; /* requests in flight on the disk at dispatch, this one included */
+	char comm[COMM_LEN];
+};
+
+/* Written by the BPF programs only. */
+struct disk_state {
+	long long inflight;
+	unsigned long long recorder_until_ns; /* flight recorder started by an outlier cluster */
+	unsigned long long second;            /* the ktime second the two budgets below count */
+	unsigned long long events_in_second;
+	unsigned long long outliers_in_second;
+	struct tag_slot slots[TAG_SLOTS];
+};
+
+/* Written by the agent only: thresholds from the disk's own recent distribution, and a
+ * flight recorder started when the disk's latency shape shifts. */
+struct disk_config {
+	unsigned long long outlier_ns[OPS]; /* device time above this is an outlier; 0: ceiling only */
+	unsigned long long recorder_until_ns;
+};
+
+enum sample_reason {
+	SAMPLE_OUTLIER = 0,
+	SAMPLE_UNIFORM = 1,
+	SAMPLE_RECORDER = 2,
+};
+
+/* One sampled I/O, through the ring buffer. Times are ktime (CLOCK_MONOTONIC). */
+struct event {
+	unsigned int major;
+	unsigned int minor;
+	unsigned long long sector;
+	unsigned long long issue_ns;
+	unsigned long long complete_ns;
+	unsigned long long queue_ns;
+	unsigned int bytes;
+	unsigned int status; /* blk_status_t: the agent turns it into -errno */
+	unsigned int inflight;
+	unsigned int pid;
+	unsigned char op;     /* enum io_op */
+	unsigned char reason; /* enum sample_reason */
+	unsigned short pad;
+	unsigned int weight;  /* 1 / sampling probability */
+	char comm[COMM_LEN];
+};
+
+/* Everything the BPF side sees, misses or drops, counted per CPU. */
+enum bpf_counter {
+	COUNTER_COMPLETIONS = 0,      /* completions counted into histograms */
+	COUNTER_UNTRACKED = 1,        /* completions of requests dispatched before we attached */
+	COUNTER_PARTIAL = 2,          /* partial completions (the request goes on) */
+	COUNTER_DISK_MAP_FULL = 3,    /* I/Os of disks beyond MAX_DISKS: not counted */
+	COUNTER_TAG_COLLISIONS = 4,   /* dispatches whose tag slot was taken: their completion has no inflight/comm */
+	COUNTER_OTHER_OPS = 5,        /* zone, write-zeroes and driver ops: not read/write/discard/flush */
+	COUNTER_ERRORS = 6,           /* completions carrying an error */
+	COUNTER_OUTLIERS = 7,         /* completions above their disk's threshold or the ceiling */
+	COUNTER_EVENTS = 8,           /* events written to the ring buffer */
+	COUNTER_DROPPED_BUDGET = 9,   /* sampled events over their disk's per-second budget */
+	COUNTER_DROPPED_OUTLIERS = 10, /* of which outliers */
+	COUNTER_DROPPED_RINGBUF = 11, /* sampled events the full ring buffer refused */
+	COUNTER_RECORDER_STARTS = 12, /* flight recordings started by an outlier cluster */
+	COUNTERS = 13,
+};
+
+#endif

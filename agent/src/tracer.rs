@@ -1,0 +1,192 @@
+//! Block I/O tracing as records: the kernel's interval histograms as io.hist.v1, its
+//! sampled events as io.event.v1, and each disk's sampling settings kept up to date
+//! from its own recent distribution.
+
+use crate::iotrace::{status_errno, DiskId, DiskSettings, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
+use crate::output::Sink;
+use crate::recent::RecentLatency;
+use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, EVENT_SCHEMA, HIST_SCHEMA};
+use crate::{sampler, sysfs, topics};
+use anyhow::Result;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const LATENCY_KINDS: [&str; 3] = ["device", "queue", "total"];
+const DEVICE: usize = 0;
+const OP_NAMES: [Op; OPS] = [Op::R, Op::W, Op::D, Op::F];
+/// In the order of enum sample_reason.
+const REASONS: [SampleReason; 3] = [SampleReason::Outlier, SampleReason::Uniform, SampleReason::Recorder];
+
+pub struct Tracer {
+    trace: IoTrace,
+    host: String,
+    sys_root: PathBuf,
+    hist_topic: String,
+    event_topic: String,
+    disk_names: HashMap<DiskId, String>,
+    interval_start_ns: u64,
+    sampling: SamplingConfig,
+    outlier_quantile: f64,
+    recent: HashMap<(DiskId, usize), RecentLatency>,
+    pub stats: TracerStats,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct TracerStats {
+    pub events_by_reason: [u64; 3],
+    pub hist_records: u64,
+    /// Flight recordings the agent started because a disk's latency shape shifted.
+    pub shape_shifts: u64,
+}
+
+impl Tracer {
+    pub fn attach(host: &str, sys_root: &Path, sampling: SamplingConfig, outlier_quantile: f64) -> Result<Self> {
+        let trace = IoTrace::attach(&sampling)?;
+        eprintln!("iopipe-agent: tracing block I/O ({:?})", trace.attachment);
+        Ok(Tracer {
+            trace,
+            host: host.to_string(),
+            sys_root: sys_root.to_path_buf(),
+            hist_topic: topics::topic_for(HIST_SCHEMA),
+            event_topic: topics::topic_for(EVENT_SCHEMA),
+            disk_names: HashMap::new(),
+            interval_start_ns: sampler::wall_clock_ns(),
+            sampling,
+            outlier_quantile,
+            recent: HashMap::new(),
+            stats: TracerStats::default(),
+        })
+    }
+
+    /// Waits up to `timeout` for sampled events and sends them.
+    pub fn poll(&mut self, timeout: Duration, sink: &mut dyn Sink) -> Result<()> {
+        let events = self.trace.poll_events(timeout)?;
+        if events.is_empty() {
+            return Ok(());
+        }
+        let wall_minus_monotonic = wall_minus_monotonic_ns();
+        for raw in &events {
+            let record = self.event_record(raw, wall_minus_monotonic);
+            sink.send(&self.event_topic, &record.key(), &serde_json::to_string(&record)?)?;
+            if let Some(n) = self.stats.events_by_reason.get_mut(usize::from(raw.reason)) {
+                *n += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the interval's histograms and updates each disk's sampling settings.
+    pub fn emit_interval(&mut self, sink: &mut dyn Sink) -> Result<()> {
+        let hists = self.trace.read_interval()?;
+        let end_ns = sampler::wall_clock_ns();
+        for hist in &hists {
+            let disk = self.disk_name(hist.disk);
+            let record = HistRecord {
+                schema: HIST_SCHEMA,
+                host: &self.host,
+                disk: &disk,
+                op: OP_NAMES[hist.op],
+                start_ns: self.interval_start_ns,
+                end_ns,
+                latency: LATENCY_KINDS[hist.kind],
+                buckets_log2_us: &hist.buckets,
+                count: hist.count,
+                sum_us: hist.sum_us,
+                max_us: hist.max_us,
+                errors: hist.errors,
+            };
+            sink.send(&self.hist_topic, &record.key(), &serde_json::to_string(&record)?)?;
+            self.stats.hist_records += 1;
+        }
+        self.interval_start_ns = end_ns;
+        self.update_settings(&hists)?;
+        sink.flush()
+    }
+
+    /// Outlier thresholds from each disk's recent device times; a flight recording when
+    /// its shape shifts.
+    fn update_settings(&mut self, hists: &[IntervalHist]) -> Result<()> {
+        let now_ktime = monotonic_ns();
+        let mut shifted: Vec<DiskId> = Vec::new();
+        for hist in hists.iter().filter(|h| h.kind == DEVICE) {
+            if self.recent.entry((hist.disk, hist.op)).or_default().add_interval(&hist.buckets) {
+                shifted.push(hist.disk);
+            }
+        }
+        let mut disks: Vec<DiskId> = self.recent.keys().map(|(disk, _)| *disk).collect();
+        disks.sort();
+        disks.dedup();
+        for disk in disks {
+            let mut settings = self.trace_settings(disk);
+            for op in 0..OPS {
+                let recent = self.recent.get(&(disk, op));
+                settings.outlier_ns[op] = recent.and_then(|r| r.outlier_threshold_ns(self.outlier_quantile)).unwrap_or(0);
+            }
+            if shifted.contains(&disk) {
+                settings.recorder_until_ns = now_ktime + self.sampling.recorder_ns;
+                self.stats.shape_shifts += 1;
+            }
+            self.trace.configure(disk, settings)?;
+        }
+        Ok(())
+    }
+
+    fn trace_settings(&self, disk: DiskId) -> DiskSettings {
+        self.trace.settings(disk).unwrap_or_default()
+    }
+
+    fn event_record(&mut self, raw: &RawEvent, wall_minus_monotonic: i128) -> EventRecord {
+        let to_wall = |ns: u64| u64::try_from((i128::from(ns) + wall_minus_monotonic).max(0)).unwrap_or(u64::MAX);
+        EventRecord {
+            schema: EVENT_SCHEMA,
+            host: self.host.clone(),
+            disk: self.disk_name(raw.disk),
+            op: OP_NAMES[raw.op.min(OPS - 1)],
+            bytes: u64::from(raw.bytes),
+            // Flushes carry sector 2^64-1 in the kernel.
+            sector: if raw.sector == u64::MAX { 0 } else { raw.sector },
+            issue_ns: to_wall(raw.issue_ns),
+            complete_ns: to_wall(raw.complete_ns),
+            queue_ns: raw.queue_ns,
+            inflight: raw.inflight,
+            error: status_errno(raw.status),
+            comm: kernel_comm(&raw.comm),
+            pid: raw.pid,
+            sample_reason: REASONS.get(usize::from(raw.reason)).copied().unwrap_or(SampleReason::Outlier),
+            sample_weight: f64::from(raw.weight.max(1)),
+        }
+    }
+
+    /// A disk that vanished keeps its numbers as its name: its I/O is still reported.
+    fn disk_name(&mut self, disk: DiskId) -> String {
+        let sys_root = &self.sys_root;
+        self.disk_names
+            .entry(disk)
+            .or_insert_with(|| {
+                sysfs::device_name(sys_root, disk.major, disk.minor).unwrap_or_else(|| format!("{}:{}", disk.major, disk.minor))
+            })
+            .clone()
+    }
+
+    /// The kernel's counters by name, summed over CPUs.
+    pub fn kernel_counters(&self) -> Result<Vec<(&'static str, u64)>> {
+        self.trace.counters()
+    }
+}
+
+fn clock_ns(clock: libc::clockid_t) -> i128 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec; both clocks always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+}
+
+/// bpf_ktime_get_ns() is CLOCK_MONOTONIC.
+fn monotonic_ns() -> u64 {
+    u64::try_from(clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
+}
+
+fn wall_minus_monotonic_ns() -> i128 {
+    clock_ns(libc::CLOCK_REALTIME) - clock_ns(libc::CLOCK_MONOTONIC)
+}

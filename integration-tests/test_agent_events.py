@@ -1,0 +1,122 @@
+"""The agent's sampled events on a real block device with a known latency shape: every
+outlier appears (over the disk's own threshold and over the fixed ceiling), a cluster of
+outliers records every I/O for a while, and the per-disk budget drops are counted."""
+import json
+import time
+from pathlib import Path
+
+import jsonschema
+
+from faultdisk import BLOCK, FaultDisk, timed_direct_reads
+from tracing_agent import TracingAgent
+
+REPO = Path(__file__).resolve().parent.parent
+EVENT_SCHEMA = json.loads((REPO / "schema/records/io.event.v1.schema.json").read_text())
+HIST_SCHEMA = json.loads((REPO / "schema/records/io.hist.v1.schema.json").read_text())
+BASE = "units=1 read_us=2500"
+SECTORS_PER_BLOCK = BLOCK // 512
+
+
+def events_of(records, disk, reason=None):
+    events = [r for r in records if r["schema"] == "io.event.v1" and r["disk"] == disk]
+    for event in events:
+        jsonschema.validate(event, EVENT_SCHEMA)
+    return [e for e in events if reason is None or e["sample_reason"] == reason]
+
+
+def read_sectors(count, first_block, stride=7):
+    """The sectors timed_direct_reads(count, first_block, stride) reads, in order."""
+    return [(first_block + i * stride) % 4096 * SECTORS_PER_BLOCK for i in range(count)]
+
+
+def test_every_slow_io_over_the_disks_own_threshold_is_an_event(agent_bin):
+    # The ceiling is far above the injected tail: only the threshold learnt from the
+    # disk's own 2.5 ms history can flag the 20-60 ms I/Os.
+    with FaultDisk(BASE) as disk:
+        agent = TracingAgent(agent_bin, "--outlier-quantile", "0.99", "--outlier-ceiling-ms", "10000",
+                             "--uniform-every", "0")
+        timed_direct_reads(disk.device, 1500, first_block=0, stride=1)  # history: about 4 s
+        disk.set_profile(f"{BASE} tail_prob=0.02 tail_min_us=20000 tail_max_us=60000 seed=5")
+        burst_ns = time.time_ns()
+        latencies = timed_direct_reads(disk.device, 400, first_block=1, stride=7)
+        records = agent.stop()
+        name = disk.name
+
+    sectors = read_sectors(400, first_block=1)
+    slow = {sectors[i]: ms for i, ms in enumerate(latencies) if ms >= 20}
+    assert len(slow) >= 3, f"the profile injects about 8 slow reads: {sorted(latencies)[-10:]}"
+    outliers = {e["sector"]: e for e in events_of(records, name, "outlier") if e["issue_ns"] >= burst_ns}
+    missing = sorted(set(slow) - set(outliers))
+    assert not missing, f"slow reads with no outlier event: {missing}; events at {sorted(outliers)}"
+    for sector, ms in slow.items():
+        event = outliers[sector]
+        device_ms = (event["complete_ns"] - event["issue_ns"]) / 1e6
+        assert 20 <= device_ms <= ms, (sector, device_ms, ms)
+        assert event["op"] == "R" and event["bytes"] == BLOCK and event["inflight"] == 1 and event["sample_weight"] == 1
+    # The 2.5 ms reads stay below the threshold: outliers are the tail, not a sample of all.
+    assert len(outliers) < 0.05 * 400, len(outliers)
+
+
+def test_every_io_over_the_ceiling_is_an_event(agent_bin):
+    # 16.384 ms is a log2 bucket edge: the total-latency histogram counts exactly the
+    # I/Os above it, and each must be an event.
+    profile = f"{BASE} tail_prob=0.1 tail_min_us=12000 tail_max_us=40000 seed=7"
+    with FaultDisk(profile) as disk:
+        agent = TracingAgent(agent_bin, "--outlier-ceiling-ms", "16.384", "--uniform-every", "0")
+        timed_direct_reads(disk.device, 300)
+        records = agent.stop()
+        name = disk.name
+
+    totals = [r for r in records if r["schema"] == "io.hist.v1" and r["disk"] == name and r["latency"] == "total"]
+    for hist in totals:
+        jsonschema.validate(hist, HIST_SCHEMA)
+    over_ceiling = sum(sum(h["buckets_log2_us"][14:]) for h in totals)
+    assert sum(h["count"] for h in totals) == 300
+    assert over_ceiling >= 10, totals
+    outliers = events_of(records, name, "outlier")
+    assert len(outliers) == over_ceiling
+    assert all(e["complete_ns"] - e["issue_ns"] + e["queue_ns"] > 16_384_000 for e in outliers)
+    assert agent.kernel_counters()["dropped_outliers"] == 0
+
+
+def test_a_cluster_of_outliers_records_every_io_for_a_while(agent_bin):
+    with FaultDisk(BASE) as disk:
+        agent = TracingAgent(agent_bin, "--outlier-ceiling-ms", "10", "--uniform-every", "0",
+                             "--cluster-outliers", "5", "--recorder-seconds", "3")
+        timed_direct_reads(disk.device, 100, first_block=0)
+        # 12 slow reads in about 0.2 s: at least 6 fall within one second.
+        disk.set_profile("units=1 read_us=15000")
+        timed_direct_reads(disk.device, 12, first_block=1000)
+        disk.set_profile(BASE)
+        during = time.monotonic()
+        timed_direct_reads(disk.device, 200, first_block=2000)  # about 0.6 s
+        time.sleep(max(0.0, during + 3.5 - time.monotonic()))
+        timed_direct_reads(disk.device, 100, first_block=3000)
+        records = agent.stop()
+        name = disk.name
+
+    recorded = {e["sector"] for e in events_of(records, name, "recorder")}
+    assert set(read_sectors(200, first_block=2000)) <= recorded
+    assert not set(read_sectors(100, first_block=3000)) & recorded, "the recording ended"
+    assert not set(read_sectors(100, first_block=0)) & recorded, "nothing was recorded before the cluster"
+    assert agent.kernel_counters()["recorder_starts"] >= 1
+
+
+def test_the_per_disk_budget_bounds_events_and_counts_every_drop(agent_bin):
+    with FaultDisk("units=1 read_us=1000") as disk:
+        agent = TracingAgent(agent_bin, "--uniform-every", "1", "--event-budget", "50")
+        started = time.monotonic()
+        timed_direct_reads(disk.device, 1500)
+        elapsed = time.monotonic() - started
+        records = agent.stop()
+        name = disk.name
+
+    events = events_of(records, name)
+    counters = agent.kernel_counters()
+    # Budgets are per second of the kernel's clock: at most 50 in each second touched.
+    assert len(events) <= 50 * (int(elapsed) + 2), (len(events), elapsed)
+    assert len(events) >= 50 * int(elapsed), (len(events), elapsed)
+    # Every I/O was sampled (1 in 1): each is an event or a counted drop (other disks'
+    # I/O may add drops, never remove them).
+    assert len(events) + counters["dropped_budget"] >= 1500, counters
+    assert counters["dropped_ringbuf"] == 0

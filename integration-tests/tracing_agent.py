@@ -1,0 +1,50 @@
+"""The real agent, tracing block I/O, as tests run it: NDJSON on stdout until stopped."""
+import json
+import re
+import signal
+import subprocess
+import threading
+import time
+
+
+class TracingAgent:
+    def __init__(self, agent_bin, *args):
+        self.process = subprocess.Popen(
+            [str(agent_bin), "run", "--interval-ms", "300", "--host", "itest", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr_lines = []
+        self.stdout_lines = []
+        self.attached = threading.Event()
+        # Both pipes are drained as the agent writes: a full pipe would stall it.
+        self.readers = [threading.Thread(target=self._read_stderr, daemon=True),
+                        threading.Thread(target=self._read_stdout, daemon=True)]
+        for reader in self.readers:
+            reader.start()
+        if not self.attached.wait(timeout=30):
+            self.process.kill()
+            raise AssertionError("agent did not attach: " + "".join(self.stderr_lines))
+
+    def _read_stderr(self):
+        for line in self.process.stderr:
+            self.stderr_lines.append(line)
+            if "tracing block I/O" in line:
+                self.attached.set()
+
+    def _read_stdout(self):
+        for line in self.process.stdout:
+            self.stdout_lines.append(line)
+
+    def stop(self):
+        """Stops the agent (its last interval is flushed on SIGTERM) and returns its records."""
+        time.sleep(0.7)  # let the interval holding the last completions end
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
+        for reader in self.readers:
+            reader.join(timeout=10)
+        assert self.process.returncode == 0, "".join(self.stderr_lines)
+        return [json.loads(line) for line in self.stdout_lines]
+
+    def kernel_counters(self):
+        """The BPF side's counters from the agent's exit summary, by name."""
+        summary = next(line for line in self.stderr_lines if line.startswith("iopipe-agent: BPF "))
+        return {name: int(n) for name, n in re.findall(r"(\w+) (\d+)", summary.removeprefix("iopipe-agent: BPF "))}
