@@ -1,6 +1,5 @@
 """The real agent, tracing block I/O, as tests run it: NDJSON on stdout until stopped."""
 import json
-import re
 import signal
 import subprocess
 import threading
@@ -44,7 +43,8 @@ class TracingAgent:
         assert self.process.returncode == 0, "".join(self.stderr_lines)
         return [json.loads(line) for line in self.stdout_lines]
 
-    def kernel_counters(self):
-        """The BPF side's counters from the agent's exit summary, by name."""
-        summary = next(line for line in self.stderr_lines if line.startswith("iopipe-agent: BPF "))
-        return {name: int(n) for name, n in re.findall(r"(\w+) (\d+)", summary.removeprefix("iopipe-agent: BPF "))}
+    def counters(self):
+        """The agent's own counters at exit, from its last io.agent.v1 record."""
+        reports = [json.loads(line) for line in self.stdout_lines if '"schema":"io.agent.v1"' in line]
+        assert reports, "the agent sent no io.agent.v1 record"
+        return reports[-1]["counters"]

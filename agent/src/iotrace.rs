@@ -110,21 +110,21 @@ struct Totals {
     errors: [u64; OPS],
 }
 
-/// Names of the BPF side's counters, in the order of enum bpf_counter.
-pub const COUNTER_NAMES: [&str; 13] = [
-    "completions",
-    "untracked",
-    "partial",
-    "disk_map_full",
-    "tag_collisions",
-    "other_ops",
-    "errors",
-    "outliers",
-    "events",
-    "dropped_budget",
-    "dropped_outliers",
-    "dropped_ringbuf",
-    "recorder_starts",
+/// The BPF side's counters in the order of enum bpf_counter, with what each counts.
+pub const KERNEL_COUNTERS: [(&str, &str); 13] = [
+    ("ios_completed", "block I/Os completed and counted in the histograms"),
+    ("ios_untracked", "completions of requests dispatched before the agent attached, without a kernel dispatch time"),
+    ("partial_completions", "partial completions (the request went on)"),
+    ("disk_map_full", "I/Os of disks beyond the agent's disk table: not counted"),
+    ("tag_collisions", "dispatches whose tag slot was taken: no in-flight depth or task for them"),
+    ("ios_other_ops", "zone, write-zeroes and driver requests: not read, write, discard or flush"),
+    ("io_errors", "completions carrying an error"),
+    ("outliers", "completions over their disk's outlier threshold or the ceiling"),
+    ("events_sampled", "events written to the ring buffer"),
+    ("events_dropped_budget", "sampled events over their disk's per-second budget"),
+    ("outliers_dropped", "outlier events dropped, by the budget or a full ring buffer"),
+    ("events_dropped_ringbuf", "sampled events refused by the full ring buffer"),
+    ("recorder_starts_cluster", "flight recordings started by a cluster of outliers"),
 ];
 
 /// The maps the agent reads and writes, borrowed from a skeleton that lives as long as
@@ -252,12 +252,12 @@ impl IoTrace {
         self.settings.get(&disk).copied()
     }
 
-    /// The BPF side's own counters (COUNTER_NAMES), summed over CPUs.
+    /// The BPF side's own counters (KERNEL_COUNTERS), summed over CPUs.
     pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
-        COUNTER_NAMES
+        KERNEL_COUNTERS
             .iter()
             .enumerate()
-            .map(|(index, name)| {
+            .map(|(index, (name, _))| {
                 let key = u32::try_from(index).unwrap().to_ne_bytes();
                 let per_cpu = self.maps.counters.lookup_percpu(&key, MapFlags::ANY)?.unwrap_or_default();
                 Ok((*name, per_cpu.iter().map(|v| read_u64(v)).sum()))

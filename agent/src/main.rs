@@ -11,21 +11,23 @@ mod recent;
 mod record;
 mod sampler;
 mod sysfs;
+mod run;
+mod telemetry;
 mod topics;
 mod tracer;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use output::{KafkaSink, Sink, StdoutSink};
+use output::{KafkaSink, Sink, StdoutSink, UnixSink};
 use iotrace::SamplingConfig;
-use record::{DiskstatsRecord, DISKSTATS_SCHEMA, EVENT_SCHEMA};
-use sampler::{Sample, Sampler};
+use record::EVENT_SCHEMA;
+use run::Run;
+use sampler::Sampler;
+use std::collections::BTreeMap;
+use telemetry::MetricsEndpoint;
 use tracer::Tracer;
-use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "iopipe-agent", version, about = "Block I/O telemetry for iopipe")]
@@ -50,6 +52,9 @@ struct OutputArgs {
     /// Kafka bootstrap servers, with --output kafka.
     #[arg(long, env = "IOPIPE_KAFKA_BROKERS", default_value = "127.0.0.1:9092")]
     brokers: String,
+    /// Unix stream socket to write NDJSON to, with --output unix (Vector's socket source).
+    #[arg(long, env = "IOPIPE_SOCKET")]
+    socket: Option<PathBuf>,
 }
 
 impl OutputArgs {
@@ -57,6 +62,10 @@ impl OutputArgs {
         Ok(match self.output {
             Output::Stdout => Box::new(StdoutSink::new()),
             Output::Kafka => Box::new(KafkaSink::connect(&self.brokers)?),
+            Output::Unix => match &self.socket {
+                Some(path) => Box::new(UnixSink::new(path.clone())),
+                None => bail!("--output unix needs --socket PATH (where Vector's socket source listens)"),
+            },
         })
     }
 }
@@ -84,6 +93,7 @@ struct ConvertArgs {
 enum Output {
     Stdout,
     Kafka,
+    Unix,
 }
 
 #[derive(clap::Args)]
@@ -109,6 +119,13 @@ struct RunArgs {
     /// Do not trace block I/O with BPF: sample /proc/diskstats only (no privileges needed).
     #[arg(long)]
     no_trace: bool,
+    /// A label of this host on every diskstats and agent record, KEY=VALUE (repeatable),
+    /// e.g. --label rack=r12.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    labels: Vec<String>,
+    /// Serve the agent's counters in Prometheus text format at http://ADDRESS/metrics.
+    #[arg(long, value_name = "ADDRESS", env = "IOPIPE_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
     #[command(flatten)]
     sampling: SamplingArgs,
     #[command(flatten)]
@@ -175,6 +192,7 @@ fn run(args: RunArgs) -> Result<()> {
         Some(host) => host.clone(),
         None => kernel_hostname(&args.proc_root)?,
     };
+    let labels = parse_labels(&args.labels)?;
     let sampler = Sampler {
         proc_root: args.proc_root.clone(),
         sys_root: args.sys_root.clone(),
@@ -185,81 +203,34 @@ fn run(args: RunArgs) -> Result<()> {
         .sample()
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
     let sampling = args.sampling.config()?;
-    let mut tracer =
+    let tracer =
         if args.no_trace { None } else { Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile)?) };
-    let mut sink = args.out.sink()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
+    let metrics = args.metrics_listen.as_deref().map(MetricsEndpoint::listen).transpose()?;
+    if let Some(metrics) = &metrics {
+        eprintln!("iopipe-agent: metrics on http://{}/metrics", metrics.address);
     }
-    let mut agent = Agent::new(host, topics::topic_for(DISKSTATS_SCHEMA));
-    let interval = Duration::from_millis(args.interval_ms);
-    let started = Instant::now();
-    let mut taken = 0u64;
-    while !stop.load(Ordering::Relaxed) && (args.count == 0 || taken < args.count) {
-        match sampler.sample() {
-            Ok(sample) => agent.emit(&sample, sink.as_mut())?,
-            Err(err) => eprintln!("iopipe-agent: reading {}: {err}", sampler.diskstats_path().display()),
-        }
-        if let Some(tracer) = tracer.as_mut() {
-            tracer.emit_interval(sink.as_mut())?;
-        }
-        taken += 1;
-        if args.count != 0 && taken >= args.count {
-            break;
-        }
-        let deadline = started + interval * u32::try_from(taken).unwrap_or(u32::MAX);
-        match tracer.as_mut() {
-            Some(tracer) => poll_until(deadline, &stop, tracer, sink.as_mut())?,
-            None => sleep_until(deadline, &stop),
-        }
+    Run {
+        host,
+        labels,
+        sampler,
+        tracer,
+        sink: args.out.sink()?,
+        metrics,
+        interval: Duration::from_millis(args.interval_ms),
+        count: args.count,
     }
-    if let Some(tracer) = tracer.as_mut() {
-        tracer.poll(Duration::ZERO, sink.as_mut())?;
-        tracer.emit_interval(sink.as_mut())?;
-        eprintln!("iopipe-agent: BPF {}", counters_summary(tracer));
-    }
-    let closed = sink.close();
-    eprintln!("iopipe-agent: {taken} samples, {} bad diskstats lines, {}", agent.bad_lines, sink.summary());
-    closed
+    .execute()
 }
 
-struct Agent {
-    host: String,
-    topic: String,
-    warned_unknown_rotational: HashSet<String>,
-    reported_bad_lines: HashSet<String>,
-    bad_lines: u64,
-}
-
-impl Agent {
-    fn new(host: String, topic: String) -> Self {
-        Agent { host, topic, warned_unknown_rotational: HashSet::new(), reported_bad_lines: HashSet::new(), bad_lines: 0 }
-    }
-
-    fn emit(&mut self, sample: &Sample, sink: &mut dyn Sink) -> Result<()> {
-        for bad in &sample.bad_lines {
-            self.bad_lines += 1;
-            // A malformed line usually stays malformed while its other counters move on:
-            // say so once per device and problem, keep counting.
-            let device = bad.line.split_whitespace().nth(2).unwrap_or_default();
-            if self.reported_bad_lines.insert(format!("{device}: {}", bad.reason)) {
-                eprintln!("iopipe-agent: skipped {bad} (reported once; counted every time)");
-            }
-        }
-        for disk in &sample.disks {
-            let rotational = disk.rotational.unwrap_or_else(|| {
-                if self.warned_unknown_rotational.insert(disk.counters.name.clone()) {
-                    eprintln!("iopipe-agent: sysfs has no queue/rotational for {}: reporting it as non-rotational", disk.counters.name);
-                }
-                false
-            });
-            let record = DiskstatsRecord::new(&self.host, sample.ts_ns, rotational, &disk.counters);
-            let payload = serde_json::to_string(&record)?;
-            sink.send(&self.topic, &record.key(), &payload)?;
-        }
-        sink.flush()
-    }
+/// `--label rack=r12 --label zone=eu-1a`.
+fn parse_labels(labels: &[String]) -> Result<BTreeMap<String, String>> {
+    labels
+        .iter()
+        .map(|label| match label.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.trim().to_string())),
+            _ => bail!("--label {label:?} must be KEY=VALUE, e.g. --label rack=r12"),
+        })
+        .collect()
 }
 
 /// How many malformed lines of a capture are shown one by one; the rest are counted.
@@ -313,73 +284,15 @@ fn kernel_hostname(proc_root: &std::path::Path) -> Result<String> {
     Ok(name.to_string())
 }
 
-/// Sends sampled events as they come until `deadline`, in short steps so a signal stops
-/// the agent promptly.
-fn poll_until(deadline: Instant, stop: &AtomicBool, tracer: &mut Tracer, sink: &mut dyn output::Sink) -> Result<()> {
-    const STEP: Duration = Duration::from_millis(50);
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        tracer.poll((deadline - now).min(STEP), sink)?;
-    }
-    Ok(())
-}
-
-fn counters_summary(tracer: &Tracer) -> String {
-    match tracer.kernel_counters() {
-        Ok(counters) => counters.iter().map(|(name, n)| format!("{name} {n}")).collect::<Vec<_>>().join(", "),
-        Err(err) => format!("counters unreadable: {err}"),
-    }
-}
-
-/// Sleeps until `deadline` in short steps so a signal stops the agent promptly.
-fn sleep_until(deadline: Instant, stop: &AtomicBool) {
-    const STEP: Duration = Duration::from_millis(50);
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        std::thread::sleep((deadline - now).min(STEP));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lines::LineError;
-
-    struct Discard;
-
-    impl Sink for Discard {
-        fn send(&mut self, _: &str, _: &str, _: &str) -> Result<()> {
-            Ok(())
-        }
-        fn flush(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn close(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn summary(&self) -> String {
-            String::new()
-        }
-    }
-
-    fn sample_with_bad_line(line: &str) -> Sample {
-        let reason = "6 fields, expected at least 14 (major minor name and 11 counters)";
-        Sample { ts_ns: 1, disks: Vec::new(), bad_lines: vec![LineError::new("diskstats", 8, reason, line)] }
-    }
 
     #[test]
-    fn a_bad_line_whose_counters_move_on_is_reported_once_and_counted_each_time() {
-        let mut agent = Agent::new("h".into(), "t".into());
-        agent.emit(&sample_with_bad_line("8 16 sdb 1 2 3"), &mut Discard).unwrap();
-        agent.emit(&sample_with_bad_line("8 16 sdb 9 9 9"), &mut Discard).unwrap();
-        agent.emit(&sample_with_bad_line("8 32 sdc 1 2 3"), &mut Discard).unwrap();
-        assert_eq!(agent.bad_lines, 3);
-        assert_eq!(agent.reported_bad_lines.len(), 2, "{:?}", agent.reported_bad_lines);
+    fn labels_are_key_value_pairs() {
+        let labels = parse_labels(&["rack=r12".into(), "zone = eu-1a".into()]).unwrap();
+        assert_eq!(labels.into_iter().collect::<Vec<_>>(), [("rack".into(), "r12".into()), ("zone".into(), "eu-1a".into())]);
+        assert!(parse_labels(&["rack".into()]).is_err());
+        assert!(parse_labels(&["=x".into()]).is_err());
     }
 }

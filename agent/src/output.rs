@@ -1,14 +1,18 @@
-//! Where records go: NDJSON on stdout (for Vector or a pipe) or straight to Kafka.
+//! Where records go: NDJSON on stdout or a unix socket (for Vector), or straight to Kafka.
 
 use anyhow::{Context, Result};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
+use crate::telemetry::Counter;
+use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub trait Sink {
     fn send(&mut self, topic: &str, key: &str, payload: &str) -> Result<()>;
@@ -16,8 +20,12 @@ pub trait Sink {
     fn flush(&mut self) -> Result<()>;
     /// Delivers what is still buffered; called once, before the exit summary.
     fn close(&mut self) -> Result<()>;
+    /// What was sent and lost so far, as the agent's own counters.
+    fn counters(&self) -> Vec<Counter>;
     /// A one-line account of what was sent and lost, for the exit log.
-    fn summary(&self) -> String;
+    fn summary(&self) -> String {
+        self.counters().iter().map(|c| format!("{} {}", c.name, c.value)).collect::<Vec<_>>().join(", ")
+    }
 }
 
 pub struct StdoutSink {
@@ -47,8 +55,8 @@ impl Sink for StdoutSink {
         self.flush()
     }
 
-    fn summary(&self) -> String {
-        format!("stdout: {} records written", self.written)
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("stdout_records", self.written, "records written to stdout")]
     }
 }
 
@@ -133,13 +141,135 @@ impl Sink for KafkaSink {
         })
     }
 
-    fn summary(&self) -> String {
+    fn counters(&self) -> Vec<Counter> {
         let s = &self.stats;
-        format!(
-            "kafka: {} delivered, {} failed, {} shed",
-            s.delivered.load(Ordering::Relaxed),
-            s.failed.load(Ordering::Relaxed),
-            s.shed.load(Ordering::Relaxed)
-        )
+        vec![
+            Counter::new("kafka_delivered", s.delivered.load(Ordering::Relaxed), "records the brokers acknowledged"),
+            Counter::new("kafka_failed", s.failed.load(Ordering::Relaxed), "records that failed delivery after retries"),
+            Counter::new("kafka_shed", s.shed.load(Ordering::Relaxed), "records shed because the bounded producer queue was full"),
+        ]
+    }
+}
+
+/// NDJSON to a unix stream socket (Vector's `socket` source in `unix_stream` mode).
+/// While the listener is away, lines wait in a bounded buffer and the agent reconnects;
+/// past the bound the oldest lines are shed and counted.
+pub struct UnixSink {
+    path: PathBuf,
+    stream: Option<UnixStream>,
+    pending: VecDeque<String>,
+    pending_bytes: usize,
+    last_attempt: Option<Instant>,
+    written: u64,
+    shed: u64,
+    connects: u64,
+}
+
+/// Bytes of lines kept while the listener is away.
+const MAX_PENDING_BYTES: usize = 64 << 20;
+/// How often a lost listener is retried.
+const RECONNECT_EVERY: Duration = Duration::from_secs(1);
+/// How long one write may block before the listener counts as stalled.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl UnixSink {
+    /// Starts even when nobody listens yet: the agent must not depend on its shipper's
+    /// start order. Says so once.
+    pub fn new(path: PathBuf) -> Self {
+        let mut sink = UnixSink {
+            path,
+            stream: None,
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            last_attempt: None,
+            written: 0,
+            shed: 0,
+            connects: 0,
+        };
+        if !sink.connect() {
+            eprintln!("iopipe-agent: nobody listens on {} yet; buffering and retrying every {RECONNECT_EVERY:?}", sink.path.display());
+        }
+        sink
+    }
+
+    fn connect(&mut self) -> bool {
+        self.last_attempt = Some(Instant::now());
+        match UnixStream::connect(&self.path) {
+            Ok(stream) => {
+                let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+                self.stream = Some(stream);
+                self.connects += 1;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn write_pending(&mut self) {
+        if self.stream.is_none() {
+            let due = self.last_attempt.is_none_or(|at| at.elapsed() >= RECONNECT_EVERY);
+            if !due || !self.connect() {
+                return;
+            }
+        }
+        let Some(stream) = self.stream.as_mut() else { return };
+        let mut out = BufWriter::new(stream);
+        let mut sent = 0;
+        for line in &self.pending {
+            if out.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        // Lines sit in the BufWriter until flushed: only a successful flush delivers them.
+        if sent == self.pending.len() && out.flush().is_ok() {
+            drop(out);
+            self.written += sent as u64;
+            self.pending.clear();
+            self.pending_bytes = 0;
+        } else {
+            // Which lines reached the listener is unknown: resend them all after reconnecting
+            // (at-least-once, as the Kafka producer without idempotence would be).
+            drop(out);
+            eprintln!("iopipe-agent: lost the listener on {}; buffering and reconnecting", self.path.display());
+            self.stream = None;
+        }
+    }
+}
+
+impl Sink for UnixSink {
+    fn send(&mut self, _topic: &str, _key: &str, payload: &str) -> Result<()> {
+        let line = format!("{payload}\n");
+        self.pending_bytes += line.len();
+        self.pending.push_back(line);
+        while self.pending_bytes > MAX_PENDING_BYTES {
+            let Some(oldest) = self.pending.pop_front() else { break };
+            self.pending_bytes -= oldest.len();
+            self.shed += 1;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.write_pending();
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.last_attempt = None;
+        self.write_pending();
+        if self.pending.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!("{} records not delivered to {}: nobody listens", self.pending.len(), self.path.display())
+        }
+    }
+
+    fn counters(&self) -> Vec<Counter> {
+        vec![
+            Counter::new("socket_records", self.written, "records written to the unix socket"),
+            Counter::new("socket_shed", self.shed, "records shed while the socket's listener was away too long"),
+            Counter::new("socket_connects", self.connects, "connections made to the unix socket's listener"),
+        ]
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::diskstats::DiskCounters;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 pub const DISKSTATS_SCHEMA: &str = "io.diskstats.v1";
 
@@ -19,6 +20,12 @@ pub struct DiskstatsRecord<'a> {
     pub minor: u32,
     pub ts_ns: u64,
     pub rotational: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<&'a BTreeMap<String, String>>,
     pub reads_completed: u64,
     pub reads_merged: u64,
     pub sectors_read: u64,
@@ -54,6 +61,9 @@ impl<'a> DiskstatsRecord<'a> {
             minor: c.minor,
             ts_ns,
             rotational,
+            model: None,
+            serial: None,
+            labels: None,
             reads_completed: c.reads_completed,
             reads_merged: c.reads_merged,
             sectors_read: c.sectors_read,

@@ -31,6 +31,44 @@ pub fn device_name(sys_root: &Path, major: u32, minor: u32) -> Option<String> {
     uevent.lines().find_map(|line| line.strip_prefix("DEVNAME=")).map(str::to_string)
 }
 
+/// What a disk says it is, where sysfs tells: the model and serial a ticket names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    pub model: Option<String>,
+    pub serial: Option<String>,
+}
+
+/// SCSI/ATA (device/model, device/vpd_pg80), NVMe (device/model, device/serial: the
+/// controller's) and virtio (serial) disks; virtual disks usually have neither.
+pub fn identity(sys_root: &Path, name: &str) -> Identity {
+    let dir = device_dir(sys_root, name);
+    let serial = read_trimmed(&dir.join("device/serial"))
+        .or_else(|| read_trimmed(&dir.join("serial")))
+        .or_else(|| fs::read(dir.join("device/vpd_pg80")).ok().and_then(|page| unit_serial_number(&page)));
+    Identity { model: read_trimmed(&dir.join("device/model")), serial }
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    let text = fs::read(path).ok()?;
+    printable(&text)
+}
+
+/// SCSI VPD page 0x80 (Unit Serial Number): a 4-byte header whose last byte is the length.
+fn unit_serial_number(page: &[u8]) -> Option<String> {
+    if page.len() < 4 || page[1] != 0x80 {
+        return None;
+    }
+    let end = (4 + usize::from(page[3])).min(page.len());
+    printable(&page[4..end])
+}
+
+/// Trimmed printable ASCII; None if nothing is left (sysfs pads with spaces and NULs).
+fn printable(bytes: &[u8]) -> Option<String> {
+    let text: String = bytes.iter().filter(|b| b.is_ascii_graphic() || **b == b' ').map(|&b| char::from(b)).collect();
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +90,17 @@ mod tests {
         assert_eq!(rotational(&fixture(), "sda1"), Some(true));
         assert_eq!(rotational(&fixture(), "cciss/c0d0"), Some(true));
         assert_eq!(rotational(&fixture(), "gone"), None);
+    }
+
+    #[test]
+    fn reads_model_and_serial_of_scsi_nvme_and_virtio_disks() {
+        let sda = identity(&fixture(), "sda");
+        assert_eq!(sda.model.as_deref(), Some("ST4000NM0035-1V4"));
+        assert_eq!(sda.serial.as_deref(), Some("ZC18JXYZ"), "from VPD page 0x80");
+        let nvme = identity(&fixture(), "nvme0n1");
+        assert_eq!((nvme.model.as_deref(), nvme.serial.as_deref()), (Some("Samsung SSD 980 PRO 1TB"), Some("S5GXNF0R123456")));
+        assert_eq!(identity(&fixture(), "vda").serial.as_deref(), Some("iopipe-virtio-7"));
+        assert_eq!(identity(&fixture(), "dm-0"), Identity::default());
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! sampled events as io.event.v1, and each disk's sampling settings kept up to date
 //! from its own recent distribution.
 
-use crate::iotrace::{status_errno, DiskId, DiskSettings, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
+use crate::iotrace::{status_errno, Attachment, DiskId, DiskSettings, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
 use crate::output::Sink;
 use crate::recent::RecentLatency;
+use crate::telemetry::Counter;
 use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, EVENT_SCHEMA, HIST_SCHEMA};
 use crate::{sampler, sysfs, topics};
 use anyhow::Result;
@@ -167,6 +168,26 @@ impl Tracer {
                 sysfs::device_name(sys_root, disk.major, disk.minor).unwrap_or_else(|| format!("{}:{}", disk.major, disk.minor))
             })
             .clone()
+    }
+
+    /// How the programs are attached, as io.agent.v1 names it.
+    pub fn attachment_name(&self) -> &'static str {
+        match self.trace.attachment {
+            Attachment::TpBtf => "tp_btf",
+            Attachment::RawTp => "raw_tp",
+        }
+    }
+
+    /// The agent side's tracing counters.
+    pub fn counters(&self) -> Vec<Counter> {
+        let [outlier, uniform, recorder] = self.stats.events_by_reason;
+        vec![
+            Counter::new("events_sent_outlier", outlier, "outlier events sent"),
+            Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
+            Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),
+            Counter::new("hist_records", self.stats.hist_records, "io.hist.v1 records sent"),
+            Counter::new("recorder_starts_shape", self.stats.shape_shifts, "flight recordings started because a disk's latency shape shifted"),
+        ]
     }
 
     /// The kernel's counters by name, summed over CPUs.

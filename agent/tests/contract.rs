@@ -16,7 +16,8 @@ fn run_agent_on_fixture(host_dir: &str) -> (Vec<Value>, String) {
 fn run_agent_samples(host_dir: &str, count: u32) -> (Vec<Value>, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(host_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"))
-        .args(["run", "--no-trace", "--interval-ms", "10", "--host", "fixture-host", "--count", &count.to_string()])
+        .args(["run", "--no-trace", "--interval-ms", "10", "--host", "fixture-host", "--label", "rack=r12"])
+        .args(["--count", &count.to_string()])
         .arg("--proc-root")
         .arg(root.join("proc"))
         .arg("--sys-root")
@@ -38,15 +39,22 @@ fn validator(record: &str) -> jsonschema::Validator {
     jsonschema::validator_for(&schema).expect("schema compiles")
 }
 
+fn of_schema<'a>(records: &'a [Value], schema: &str) -> Vec<&'a Value> {
+    records.iter().filter(|r| r["schema"] == schema).collect()
+}
+
 #[test]
-fn every_diskstats_record_validates_against_the_schema() {
-    let validator = validator("io.diskstats.v1");
+fn every_record_validates_against_its_schema() {
     let (records, _) = run_agent_on_fixture("host-a");
-    assert!(!records.is_empty());
-    for record in &records {
-        let errors: Vec<String> = validator.iter_errors(record).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{record}: {errors:?}");
+    for schema in ["io.diskstats.v1", "io.agent.v1"] {
+        let validator = validator(schema);
+        assert!(!of_schema(&records, schema).is_empty(), "no {schema} record");
+        for record in of_schema(&records, schema) {
+            let errors: Vec<String> = validator.iter_errors(record).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{record}: {errors:?}");
+        }
     }
+    assert_eq!(records.len(), of_schema(&records, "io.diskstats.v1").len() + of_schema(&records, "io.agent.v1").len());
 }
 
 #[test]
@@ -64,7 +72,8 @@ fn schema_examples_are_the_vectors_the_validator_agrees_with() {
 
 #[test]
 fn fixture_host_gives_the_golden_records() {
-    let (mut records, stderr) = run_agent_on_fixture("host-a");
+    let (records, stderr) = run_agent_on_fixture("host-a");
+    let mut records: Vec<Value> = of_schema(&records, "io.diskstats.v1").into_iter().cloned().collect();
     for record in &mut records {
         assert!(record["ts_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000, "ts_ns is wall-clock ns");
         record.as_object_mut().unwrap().remove("ts_ns");
@@ -82,9 +91,13 @@ fn fixture_host_gives_the_golden_records() {
 #[test]
 fn a_malformed_line_is_reported_once_and_counted_every_sample() {
     let (records, stderr) = run_agent_samples("host-a", 3);
-    assert_eq!(records.len(), 3 * 5);
+    assert_eq!(of_schema(&records, "io.diskstats.v1").len(), 3 * 5);
     assert_eq!(stderr.matches("diskstats line 8").count(), 1, "{stderr}");
-    assert!(stderr.contains("3 samples, 3 bad diskstats lines"), "{stderr}");
+    let last_report = of_schema(&records, "io.agent.v1").pop().expect("the agent reports its counters");
+    assert_eq!(last_report["counters"]["diskstats_bad_lines"], 3, "{last_report}");
+    assert_eq!(last_report["counters"]["diskstats_records"], 15, "{last_report}");
+    assert_eq!(last_report["tracing"], "off");
+    assert!(stderr.contains("3 samples; diskstats_records 15, diskstats_bad_lines 3"), "{stderr}");
 }
 
 fn convert_fixture(format: &str, file: &str, extra: &[&str]) -> (Vec<Value>, String, bool) {

@@ -1,0 +1,272 @@
+//! `iopipe-agent run`: every interval, a diskstats sample, the kernel's histograms and the
+//! agent's own counters; sampled events as they come.
+
+use crate::iotrace::KERNEL_COUNTERS;
+use crate::output::Sink;
+use crate::record::{DiskstatsRecord, DISKSTATS_SCHEMA};
+use crate::sampler::{self, Sample, Sampler};
+use crate::sysfs::{self, Identity};
+use crate::telemetry::{self, AgentRecord, Counter, MetricsEndpoint, AGENT_SCHEMA};
+use crate::topics;
+use crate::tracer::Tracer;
+use anyhow::{Context, Result};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct Run {
+    pub host: String,
+    pub labels: BTreeMap<String, String>,
+    pub sampler: Sampler,
+    pub tracer: Option<Tracer>,
+    pub sink: Box<dyn Sink>,
+    pub metrics: Option<MetricsEndpoint>,
+    pub interval: Duration,
+    /// Samples to take; 0: until SIGINT/SIGTERM.
+    pub count: u64,
+}
+
+impl Run {
+    pub fn execute(mut self) -> Result<()> {
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
+        }
+        let mut diskstats = DiskstatsEmitter::new(self.host.clone(), self.labels.clone(), self.sampler.sys_root.clone());
+        let mut report = SelfReport::new(&self.host, &self.labels, self.tracer.as_ref());
+        let started = Instant::now();
+        let mut taken = 0u64;
+        while !stop.load(Ordering::Relaxed) && (self.count == 0 || taken < self.count) {
+            match self.sampler.sample() {
+                Ok(sample) => diskstats.emit(&sample, self.sink.as_mut())?,
+                Err(err) => {
+                    diskstats.read_errors += 1;
+                    eprintln!("iopipe-agent: reading {}: {err}", self.sampler.diskstats_path().display());
+                }
+            }
+            if let Some(tracer) = self.tracer.as_mut() {
+                tracer.emit_interval(self.sink.as_mut())?;
+            }
+            report.emit(&diskstats, self.tracer.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
+            taken += 1;
+            if self.count != 0 && taken >= self.count {
+                break;
+            }
+            let deadline = started + self.interval * u32::try_from(taken).unwrap_or(u32::MAX);
+            match self.tracer.as_mut() {
+                Some(tracer) => poll_until(deadline, &stop, tracer, self.sink.as_mut())?,
+                None => sleep_until(deadline, &stop),
+            }
+        }
+        if let Some(tracer) = self.tracer.as_mut() {
+            tracer.poll(Duration::ZERO, self.sink.as_mut())?;
+            tracer.emit_interval(self.sink.as_mut())?;
+        }
+        report.emit(&diskstats, self.tracer.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
+        let closed = self.sink.close();
+        let counters = report.counters(&diskstats, self.tracer.as_ref(), self.sink.as_ref());
+        eprintln!("iopipe-agent: {taken} samples; {}", counters.iter().map(|c| format!("{} {}", c.name, c.value)).collect::<Vec<_>>().join(", "));
+        closed
+    }
+}
+
+/// io.diskstats.v1 records of each sample, with the disks' identity and the host's labels.
+struct DiskstatsEmitter {
+    host: String,
+    labels: BTreeMap<String, String>,
+    sys_root: PathBuf,
+    topic: String,
+    identities: HashMap<String, (Identity, Instant)>,
+    warned_unknown_rotational: HashSet<String>,
+    reported_bad_lines: HashSet<String>,
+    records: u64,
+    bad_lines: u64,
+    read_errors: u64,
+}
+
+/// A disk's identity is read again this often: a swapped disk may keep its name.
+const IDENTITY_TTL: Duration = Duration::from_secs(60);
+
+impl DiskstatsEmitter {
+    fn new(host: String, labels: BTreeMap<String, String>, sys_root: PathBuf) -> Self {
+        DiskstatsEmitter {
+            host,
+            labels,
+            sys_root,
+            topic: topics::topic_for(DISKSTATS_SCHEMA),
+            identities: HashMap::new(),
+            warned_unknown_rotational: HashSet::new(),
+            reported_bad_lines: HashSet::new(),
+            records: 0,
+            bad_lines: 0,
+            read_errors: 0,
+        }
+    }
+
+    fn emit(&mut self, sample: &Sample, sink: &mut dyn Sink) -> Result<()> {
+        for bad in &sample.bad_lines {
+            self.bad_lines += 1;
+            // A malformed line usually stays malformed while its other counters move on:
+            // say so once per device and problem, keep counting.
+            let device = bad.line.split_whitespace().nth(2).unwrap_or_default();
+            if self.reported_bad_lines.insert(format!("{device}: {}", bad.reason)) {
+                eprintln!("iopipe-agent: skipped {bad} (reported once; counted every time)");
+            }
+        }
+        for disk in &sample.disks {
+            let name = &disk.counters.name;
+            let rotational = disk.rotational.unwrap_or_else(|| {
+                if self.warned_unknown_rotational.insert(name.clone()) {
+                    eprintln!("iopipe-agent: sysfs has no queue/rotational for {name}: reporting it as non-rotational");
+                }
+                false
+            });
+            let identity = self.identity(name);
+            let mut record = DiskstatsRecord::new(&self.host, sample.ts_ns, rotational, &disk.counters);
+            record.model = identity.model.as_deref();
+            record.serial = identity.serial.as_deref();
+            record.labels = (!self.labels.is_empty()).then_some(&self.labels);
+            sink.send(&self.topic, &record.key(), &serde_json::to_string(&record)?)?;
+            self.records += 1;
+        }
+        sink.flush()
+    }
+
+    fn identity(&mut self, name: &str) -> Identity {
+        let sys_root = &self.sys_root;
+        let entry = self.identities.entry(name.to_string()).or_insert_with(|| (sysfs::identity(sys_root, name), Instant::now()));
+        if entry.1.elapsed() > IDENTITY_TTL {
+            *entry = (sysfs::identity(sys_root, name), Instant::now());
+        }
+        entry.0.clone()
+    }
+}
+
+/// The agent's own counters, every interval: an io.agent.v1 record and the metrics endpoint.
+struct SelfReport {
+    host: String,
+    labels: BTreeMap<String, String>,
+    topic: String,
+    started_ns: u64,
+    tracing: &'static str,
+    records: u64,
+}
+
+impl SelfReport {
+    fn new(host: &str, labels: &BTreeMap<String, String>, tracer: Option<&Tracer>) -> Self {
+        SelfReport {
+            host: host.to_string(),
+            labels: labels.clone(),
+            topic: topics::topic_for(AGENT_SCHEMA),
+            started_ns: sampler::wall_clock_ns(),
+            tracing: tracer.map_or("off", Tracer::attachment_name),
+            records: 0,
+        }
+    }
+
+    fn counters(&self, diskstats: &DiskstatsEmitter, tracer: Option<&Tracer>, sink: &dyn Sink) -> Vec<Counter> {
+        let mut counters = vec![
+            Counter::new("diskstats_records", diskstats.records, "io.diskstats.v1 records sent"),
+            Counter::new("diskstats_bad_lines", diskstats.bad_lines, "malformed /proc/diskstats lines skipped"),
+            Counter::new("diskstats_read_errors", diskstats.read_errors, "samples lost because /proc/diskstats could not be read"),
+            Counter::new("agent_records", self.records, "io.agent.v1 records sent"),
+        ];
+        if let Some(tracer) = tracer {
+            counters.extend(tracer.counters());
+            match tracer.kernel_counters() {
+                Ok(kernel) => counters.extend(
+                    kernel.iter().zip(KERNEL_COUNTERS.iter()).map(|((name, value), (_, help))| Counter::new(name, *value, help)),
+                ),
+                Err(err) => eprintln!("iopipe-agent: reading the BPF counters: {err:#}"),
+            }
+        }
+        counters.extend(sink.counters());
+        counters
+    }
+
+    fn emit(&mut self, diskstats: &DiskstatsEmitter, tracer: Option<&Tracer>, sink: &mut dyn Sink, metrics: Option<&MetricsEndpoint>) -> Result<()> {
+        self.records += 1;
+        let counters = self.counters(diskstats, tracer, sink);
+        if let Some(metrics) = metrics {
+            metrics.publish(telemetry::prometheus_text(&self.host, &counters));
+        }
+        let record = AgentRecord {
+            schema: AGENT_SCHEMA,
+            host: &self.host,
+            ts_ns: sampler::wall_clock_ns(),
+            started_ns: self.started_ns,
+            version: env!("CARGO_PKG_VERSION"),
+            tracing: self.tracing,
+            labels: &self.labels,
+            counters: counters.iter().map(|c| (c.name, c.value)).collect(),
+        };
+        sink.send(&self.topic, &self.host, &serde_json::to_string(&record)?)?;
+        sink.flush()
+    }
+}
+
+/// Sends sampled events as they come until `deadline`, in short steps so a signal stops
+/// the agent promptly.
+fn poll_until(deadline: Instant, stop: &AtomicBool, tracer: &mut Tracer, sink: &mut dyn Sink) -> Result<()> {
+    const STEP: Duration = Duration::from_millis(50);
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        tracer.poll((deadline - now).min(STEP), sink)?;
+    }
+    Ok(())
+}
+
+/// Sleeps until `deadline` in short steps so a signal stops the agent promptly.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) {
+    const STEP: Duration = Duration::from_millis(50);
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep((deadline - now).min(STEP));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lines::LineError;
+
+    struct Discard;
+
+    impl Sink for Discard {
+        fn send(&mut self, _: &str, _: &str, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn close(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn counters(&self) -> Vec<Counter> {
+            Vec::new()
+        }
+    }
+
+    fn sample_with_bad_line(line: &str) -> Sample {
+        let reason = "6 fields, expected at least 14 (major minor name and 11 counters)";
+        Sample { ts_ns: 1, disks: Vec::new(), bad_lines: vec![LineError::new("diskstats", 8, reason, line)] }
+    }
+
+    #[test]
+    fn a_bad_line_whose_counters_move_on_is_reported_once_and_counted_each_time() {
+        let mut emitter = DiskstatsEmitter::new("h".into(), BTreeMap::new(), PathBuf::from("/nonexistent"));
+        emitter.emit(&sample_with_bad_line("8 16 sdb 1 2 3"), &mut Discard).unwrap();
+        emitter.emit(&sample_with_bad_line("8 16 sdb 9 9 9"), &mut Discard).unwrap();
+        emitter.emit(&sample_with_bad_line("8 32 sdc 1 2 3"), &mut Discard).unwrap();
+        assert_eq!(emitter.bad_lines, 3);
+        assert_eq!(emitter.reported_bad_lines.len(), 2, "{:?}", emitter.reported_bad_lines);
+    }
+}
