@@ -100,6 +100,8 @@ pub struct RawEvent {
 pub struct DiskSettings {
     pub outlier_ns: [u64; OPS],
     pub recorder_until_ns: u64,
+    /// Outliers in one second that start a flight recording; 0: the configured default.
+    pub cluster_outliers: u64,
 }
 
 #[derive(Clone, Default)]
@@ -111,8 +113,7 @@ struct Totals {
 }
 
 /// The BPF side's counters in the order of enum bpf_counter, with what each counts.
-pub const KERNEL_COUNTERS: [(&str, &str); 13] = [
-    ("ios_completed", "block I/Os completed and counted in the histograms"),
+pub const KERNEL_COUNTERS: [(&str, &str); 12] = [
     ("ios_untracked", "completions of requests dispatched before the agent attached, without a kernel dispatch time"),
     ("partial_completions", "partial completions (the request went on)"),
     ("disk_map_full", "I/Os of disks beyond the agent's disk table: not counted"),
@@ -241,10 +242,22 @@ impl IoTrace {
             return Ok(());
         }
         let key = types::disk_key { major: disk.major, minor: disk.minor };
-        let value = types::disk_config { outlier_ns: settings.outlier_ns, recorder_until_ns: settings.recorder_until_ns };
+        let value = types::disk_config {
+            outlier_ns: settings.outlier_ns,
+            recorder_until_ns: settings.recorder_until_ns,
+            cluster_outliers: settings.cluster_outliers,
+        };
         self.maps.disk_configs.update(as_bytes(&key), as_bytes(&value), MapFlags::ANY).context("writing a disk's sampling settings")?;
         self.settings.insert(disk, settings);
+        self.publish_fast_path();
         Ok(())
+    }
+
+    /// Lets completions skip the settings lookup when no disk's settings could apply.
+    fn publish_fast_path(&mut self) {
+        let thresholds = self.settings.values().flat_map(|s| s.outlier_ns).filter(|&ns| ns > 0);
+        self.maps.bss.lowest_outlier_ns = thresholds.min().unwrap_or(0);
+        self.maps.bss.any_recording_until_ns = self.settings.values().map(|s| s.recorder_until_ns).max().unwrap_or(0);
     }
 
     /// What `configure` last wrote for a disk.

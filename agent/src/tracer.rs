@@ -35,6 +35,7 @@ pub struct Tracer {
 
 #[derive(Debug, Default, Clone)]
 pub struct TracerStats {
+    pub ios_completed: u64,
     pub events_by_reason: [u64; 3],
     pub hist_records: u64,
     /// Flight recordings the agent started because a disk's latency shape shifted.
@@ -100,20 +101,24 @@ impl Tracer {
             sink.send(&self.hist_topic, &record.key(), &serde_json::to_string(&record)?)?;
             self.stats.hist_records += 1;
         }
+        let seconds = end_ns.saturating_sub(self.interval_start_ns) as f64 / 1e9;
         self.interval_start_ns = end_ns;
-        self.update_settings(&hists)?;
+        self.stats.ios_completed += hists.iter().filter(|h| h.kind == DEVICE).map(|h| h.count).sum::<u64>();
+        self.update_settings(&hists, seconds)?;
         sink.flush()
     }
 
     /// Outlier thresholds from each disk's recent device times; a flight recording when
     /// its shape shifts.
-    fn update_settings(&mut self, hists: &[IntervalHist]) -> Result<()> {
+    fn update_settings(&mut self, hists: &[IntervalHist], seconds: f64) -> Result<()> {
         let now_ktime = monotonic_ns();
         let mut shifted: Vec<DiskId> = Vec::new();
+        let mut ios: HashMap<DiskId, u64> = HashMap::new();
         for hist in hists.iter().filter(|h| h.kind == DEVICE) {
             if self.recent.entry((hist.disk, hist.op)).or_default().add_interval(&hist.buckets) {
                 shifted.push(hist.disk);
             }
+            *ios.entry(hist.disk).or_default() += hist.count;
         }
         let mut disks: Vec<DiskId> = self.recent.keys().map(|(disk, _)| *disk).collect();
         disks.sort();
@@ -124,6 +129,11 @@ impl Tracer {
                 let recent = self.recent.get(&(disk, op));
                 settings.outlier_ns[op] = recent.and_then(|r| r.outlier_threshold_ns(self.outlier_quantile)).unwrap_or(0);
             }
+            // A busy disk has outliers every second by definition of a quantile: a cluster
+            // is ten times what its rate makes expected.
+            let rate = ios.get(&disk).copied().unwrap_or(0) as f64 / seconds.max(1e-3);
+            let expected = (1.0 - self.outlier_quantile) * rate;
+            settings.cluster_outliers = self.sampling.cluster_outliers.max((10.0 * expected).ceil() as u64);
             if shifted.contains(&disk) {
                 settings.recorder_until_ns = now_ktime + self.sampling.recorder_ns;
                 self.stats.shape_shifts += 1;
@@ -182,6 +192,7 @@ impl Tracer {
     pub fn counters(&self) -> Vec<Counter> {
         let [outlier, uniform, recorder] = self.stats.events_by_reason;
         vec![
+            Counter::new("ios_completed", self.stats.ios_completed, "block I/Os completed, counted in the kernel's histograms"),
             Counter::new("events_sent_outlier", outlier, "outlier events sent"),
             Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
             Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),

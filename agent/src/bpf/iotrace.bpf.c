@@ -28,7 +28,7 @@ const volatile u64 ceiling_ns = 1000000000ULL; /* total latency above this is al
 const volatile u32 uniform_every = 1000;       /* 1/N of the other I/Os are sampled */
 const volatile u64 budget_per_second = 1000;   /* events per disk per second */
 const volatile u64 recorder_ns = 5000000000ULL; /* how long a flight recording lasts */
-const volatile u64 cluster_outliers = 8;       /* outliers of a disk in one second that start one */
+const volatile u64 cluster_outliers = 8;       /* outliers of a disk in one second that start one, at least */
 
 /* Never written: makes struct event part of the object's BTF, so the agent's skeleton
  * has its type (a ring buffer map names no value type). */
@@ -36,6 +36,11 @@ struct event event_layout = {};
 
 /* The interval the agent is reading; it bumps this before reading the maxima. */
 u64 interval = 0;
+/* Written by the agent with each disk's settings: the lowest outlier threshold of any
+ * disk, and the end of the latest flight recording it started. A completion faster
+ * than the one, outside the other, needs no lookup of its disk's settings. */
+u64 lowest_outlier_ns = 0;
+u64 any_recording_until_ns = 0;
 
 /* Per-disk state shared by all CPUs; allocated on a disk's first I/O (20 KiB each), not
  * up front for MAX_DISKS. */
@@ -84,27 +89,36 @@ static __always_inline void count(enum bpf_counter which)
 		*value += 1;
 }
 
+/* tp_btf programs get a typed request pointer and read through it directly (a plain
+ * load the verifier guards); raw_tp programs need a probe-read helper call per field,
+ * which at ten fields per I/O measured ~5x slower. `btf` is a constant in each program,
+ * so each gets one way only. */
+#define RQ_READ(btf, direct, ...) ((btf) ? (direct) : BPF_CORE_READ(__VA_ARGS__))
+
 /* The one place kernel differences live. */
 struct request___pre_5_17 {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline struct disk_key request_disk(struct request *rq)
+static __always_inline struct disk_key request_disk(struct request *rq, const bool btf)
 {
 	struct gendisk *disk;
 	/* Linux 5.17 removed rq->rq_disk; the disk is reached through the queue since. */
 	struct request___pre_5_17 *old = (void *)rq;
 	if (bpf_core_field_exists(old->rq_disk))
-		disk = BPF_CORE_READ(old, rq_disk);
+		disk = RQ_READ(btf, old->rq_disk, old, rq_disk);
 	else
-		disk = BPF_CORE_READ(rq, q, disk);
-	struct disk_key key = {.major = BPF_CORE_READ(disk, major), .minor = BPF_CORE_READ(disk, first_minor)};
+		disk = RQ_READ(btf, rq->q->disk, rq, q, disk);
+	struct disk_key key = {
+		.major = RQ_READ(btf, disk->major, disk, major),
+		.minor = RQ_READ(btf, disk->first_minor, disk, first_minor),
+	};
 	return key;
 }
 
-static __always_inline int request_op(struct request *rq)
+static __always_inline int request_op(struct request *rq, const bool btf)
 {
-	switch (BPF_CORE_READ(rq, cmd_flags) & REQ_OP_MASK) {
+	switch (RQ_READ(btf, rq->cmd_flags, rq, cmd_flags) & REQ_OP_MASK) {
 	case KERNEL_REQ_OP_READ:
 		return IO_READ;
 	case KERNEL_REQ_OP_WRITE:
@@ -122,11 +136,11 @@ static __always_inline int request_op(struct request *rq)
  * (queue, tag) names a request from dispatch to completion without a per-request hash
  * map (measured elsewhere as the dominant cost at high IOPS). Disks with more than
  * TAG_SLOTS tags in all can collide; a collision is counted, never miscounted. */
-static __always_inline u32 slot_index(struct request *rq)
+static __always_inline u32 slot_index(struct request *rq, const bool btf)
 {
-	u32 tag = BPF_CORE_READ(rq, tag);
-	u32 queue = BPF_CORE_READ(rq, mq_hctx, queue_num);
-	u32 tags = BPF_CORE_READ(rq, mq_hctx, tags, nr_tags);
+	u32 tag = RQ_READ(btf, rq->tag, rq, tag);
+	u32 queue = RQ_READ(btf, rq->mq_hctx->queue_num, rq, mq_hctx, queue_num);
+	u32 tags = RQ_READ(btf, rq->mq_hctx->tags->nr_tags, rq, mq_hctx, tags, nr_tags);
 	return (queue * tags + tag) % TAG_SLOTS;
 }
 
@@ -143,17 +157,31 @@ static __always_inline struct disk_state *disk_state(struct disk_key *key)
 	return state;
 }
 
+/* floor(log2(v)), v > 0, in six steps (no loop: this runs three times per I/O). */
+static __always_inline u64 log2_floor(u64 v)
+{
+	u64 r, shift;
+	r = (v > 0xFFFFFFFFULL) << 5;
+	v >>= r;
+	shift = (v > 0xFFFF) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xFF) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xF) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
 static __always_inline u64 log2_slot(u64 us)
 {
-	u64 slot = 0;
-	/* Bounded loop: the verifier sees at most MAX_SLOTS iterations. */
-	for (int i = 0; i < MAX_SLOTS - 1; i++) {
-		if (us < 2)
-			break;
-		us >>= 1;
-		slot++;
-	}
-	return slot;
+	return us < 2 ? 0 : log2_floor(us);
 }
 
 static __always_inline void record(struct disk_hists *h, int op, int kind, u64 ns)
@@ -189,13 +217,13 @@ static __always_inline struct disk_hists *disk_hists(struct disk_key *key)
 	return h;
 }
 
-static __always_inline int on_issue(struct request *rq)
+static __always_inline int on_issue(struct request *rq, const bool btf)
 {
-	struct disk_key key = request_disk(rq);
+	struct disk_key key = request_disk(rq, btf);
 	struct disk_state *state = disk_state(&key);
 	if (!state)
 		return 0;
-	struct tag_slot *slot = &state->slots[slot_index(rq) & (TAG_SLOTS - 1)];
+	struct tag_slot *slot = &state->slots[slot_index(rq, btf) & (TAG_SLOTS - 1)];
 	u64 request = (u64)rq;
 	if (slot->request == request) {
 		/* Dispatched again after a requeue the agent missed: in flight once. */
@@ -211,17 +239,19 @@ static __always_inline int on_issue(struct request *rq)
 	slot->issue_ns = bpf_ktime_get_ns();
 	slot->inflight = depth > 0 ? depth : 1;
 	slot->pid = bpf_get_current_pid_tgid() >> 32;
-	bpf_get_current_comm(slot->comm, sizeof(slot->comm));
+	/* The task, not its name: copying the name on every dispatch measured a third of
+	 * this program's cost; it is read only for the few I/Os that become events. */
+	slot->task = bpf_get_current_task();
 	return 0;
 }
 
-static __always_inline int on_requeue(struct request *rq)
+static __always_inline int on_requeue(struct request *rq, const bool btf)
 {
-	struct disk_key key = request_disk(rq);
+	struct disk_key key = request_disk(rq, btf);
 	struct disk_state *state = bpf_map_lookup_elem(&disks, &key);
 	if (!state)
 		return 0;
-	struct tag_slot *slot = &state->slots[slot_index(rq) & (TAG_SLOTS - 1)];
+	struct tag_slot *slot = &state->slots[slot_index(rq, btf) & (TAG_SLOTS - 1)];
 	if (slot->request == (u64)rq) {
 		slot->request = 0;
 		__sync_fetch_and_sub(&state->inflight, 1);
@@ -233,17 +263,23 @@ static __always_inline int on_requeue(struct request *rq)
 static __always_inline int sample_reason(struct disk_key *key, struct disk_state *state, int op, u64 device_ns,
 					 u64 total_ns, u64 now)
 {
-	struct disk_config *config = bpf_map_lookup_elem(&disk_configs, key);
+	struct disk_config *config = NULL;
+	if ((lowest_outlier_ns && device_ns > lowest_outlier_ns) || now < any_recording_until_ns)
+		config = bpf_map_lookup_elem(&disk_configs, key);
 	u64 threshold = config && op >= 0 && op < OPS ? config->outlier_ns[op] : 0;
+	bool outlier = total_ns > ceiling_ns || (threshold && device_ns > threshold);
 	u64 second = now / NSEC_PER_SEC;
 	if (state->second != second) {
 		state->second = second;
 		state->events_in_second = 0;
 		state->outliers_in_second = 0;
 	}
-	if (total_ns > ceiling_ns || (threshold && device_ns > threshold)) {
+	if (outlier) {
 		count(COUNTER_OUTLIERS);
-		if (__sync_fetch_and_add(&state->outliers_in_second, 1) + 1 == cluster_outliers) {
+		if (!config) /* over the ceiling: rare enough to look its settings up */
+			config = bpf_map_lookup_elem(&disk_configs, key);
+		u64 cluster = config && config->cluster_outliers ? config->cluster_outliers : cluster_outliers;
+		if (__sync_fetch_and_add(&state->outliers_in_second, 1) + 1 == cluster) {
 			state->recorder_until_ns = now + recorder_ns;
 			count(COUNTER_RECORDER_STARTS);
 		}
@@ -256,7 +292,20 @@ static __always_inline int sample_reason(struct disk_key *key, struct disk_state
 	return -1;
 }
 
-static __always_inline void emit(struct disk_key *key, struct disk_state *state, struct request *rq,
+/* The dispatching task's name, if that task still runs (else empty): it may have exited
+ * between dispatch and completion, and its memory been reused. */
+static __always_inline void task_comm(struct tag_slot *issued, char comm[COMM_LEN])
+{
+	struct task_struct *task = (struct task_struct *)issued->task;
+	__builtin_memset(comm, 0, COMM_LEN);
+	if (BPF_CORE_READ(task, tgid) != issued->pid)
+		return;
+	bpf_probe_read_kernel_str(comm, COMM_LEN, &task->comm);
+	if (BPF_CORE_READ(task, tgid) != issued->pid) /* exited while we read */
+		__builtin_memset(comm, 0, COMM_LEN);
+}
+
+static __always_inline void emit(struct disk_key *key, struct disk_state *state, struct request *rq, const bool btf,
 				 struct tag_slot *issued, int op, int reason, u64 issue_ns, u64 queue_ns, u64 now,
 				 blk_status_t status, unsigned int nr_bytes)
 {
@@ -275,7 +324,7 @@ static __always_inline void emit(struct disk_key *key, struct disk_state *state,
 	}
 	e->major = key->major;
 	e->minor = key->minor;
-	e->sector = BPF_CORE_READ(rq, __sector);
+	e->sector = RQ_READ(btf, rq->__sector, rq, __sector);
 	e->issue_ns = issue_ns;
 	e->complete_ns = now;
 	e->queue_ns = queue_ns;
@@ -288,7 +337,7 @@ static __always_inline void emit(struct disk_key *key, struct disk_state *state,
 	if (issued) {
 		e->inflight = issued->inflight;
 		e->pid = issued->pid;
-		__builtin_memcpy(e->comm, issued->comm, sizeof(e->comm));
+		task_comm(issued, e->comm);
 	} else {
 		e->inflight = 0; /* unknown: dispatched before we attached, or a tag collision */
 		e->pid = 0;
@@ -298,20 +347,20 @@ static __always_inline void emit(struct disk_key *key, struct disk_state *state,
 	count(COUNTER_EVENTS);
 }
 
-static __always_inline int on_complete(struct request *rq, blk_status_t status, unsigned int nr_bytes)
+static __always_inline int on_complete(struct request *rq, blk_status_t status, unsigned int nr_bytes, const bool btf)
 {
 	/* blk_update_request() traces each partial completion; the request goes on until
 	 * the bytes completed reach what it has left. */
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len)) {
+	if (nr_bytes < RQ_READ(btf, rq->__data_len, rq, __data_len)) {
 		count(COUNTER_PARTIAL);
 		return 0;
 	}
 	u64 now = bpf_ktime_get_ns();
-	struct disk_key key = request_disk(rq);
+	struct disk_key key = request_disk(rq, btf);
 	struct disk_state *state = disk_state(&key);
 	if (!state)
 		return 0;
-	struct tag_slot *slot = &state->slots[slot_index(rq) & (TAG_SLOTS - 1)];
+	struct tag_slot *slot = &state->slots[slot_index(rq, btf) & (TAG_SLOTS - 1)];
 	struct tag_slot issued = {};
 	bool tracked = slot->request == (u64)rq;
 	if (tracked) {
@@ -322,18 +371,18 @@ static __always_inline int on_complete(struct request *rq, blk_status_t status, 
 	/* Our own dispatch time when we saw it; else the kernel's, which it stamps (from a
 	 * per-plug cached clock) only when queue statistics are on, e.g. for writeback
 	 * throttling. */
-	u64 issue_ns = tracked ? issued.issue_ns : BPF_CORE_READ(rq, io_start_time_ns);
+	u64 issue_ns = tracked ? issued.issue_ns : RQ_READ(btf, rq->io_start_time_ns, rq, io_start_time_ns);
 	if (!issue_ns || issue_ns > now) {
 		count(COUNTER_UNTRACKED);
 		return 0;
 	}
-	int op = request_op(rq);
+	int op = request_op(rq, btf);
 	if (op < 0) {
 		count(COUNTER_OTHER_OPS);
 		return 0;
 	}
 	/* Set at allocation when the disk keeps I/O statistics or has a scheduler; 0 otherwise. */
-	u64 allocated_ns = BPF_CORE_READ(rq, start_time_ns);
+	u64 allocated_ns = RQ_READ(btf, rq->start_time_ns, rq, start_time_ns);
 	u64 queue_ns = allocated_ns && allocated_ns <= issue_ns ? issue_ns - allocated_ns : 0;
 	u64 device_ns = now - issue_ns;
 	struct disk_hists *h = disk_hists(&key);
@@ -342,7 +391,6 @@ static __always_inline int on_complete(struct request *rq, blk_status_t status, 
 	record(h, op, LATENCY_DEVICE, device_ns);
 	record(h, op, LATENCY_QUEUE, queue_ns);
 	record(h, op, LATENCY_TOTAL, device_ns + queue_ns);
-	count(COUNTER_COMPLETIONS);
 	if (status) {
 		count(COUNTER_ERRORS);
 		if (op >= 0 && op < OPS)
@@ -350,7 +398,7 @@ static __always_inline int on_complete(struct request *rq, blk_status_t status, 
 	}
 	int reason = sample_reason(&key, state, op, device_ns, device_ns + queue_ns, now);
 	if (reason >= 0)
-		emit(&key, state, rq, tracked ? &issued : NULL, op, reason, issue_ns, queue_ns, now, status, nr_bytes);
+		emit(&key, state, rq, btf, tracked ? &issued : NULL, op, reason, issue_ns, queue_ns, now, status, nr_bytes);
 	return 0;
 }
 
@@ -360,37 +408,37 @@ static __always_inline int on_complete(struct request *rq, blk_status_t status, 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(btf_issue, struct request *rq)
 {
-	return on_issue(rq);
+	return on_issue(rq, true);
 }
 
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(btf_requeue, struct request *rq)
 {
-	return on_requeue(rq);
+	return on_requeue(rq, true);
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(btf_complete, struct request *rq, blk_status_t status, unsigned int nr_bytes)
 {
-	return on_complete(rq, status, nr_bytes);
+	return on_complete(rq, status, nr_bytes, true);
 }
 
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(raw_issue, struct request *rq)
 {
-	return on_issue(rq);
+	return on_issue(rq, false);
 }
 
 SEC("raw_tp/block_rq_requeue")
 int BPF_PROG(raw_requeue, struct request *rq)
 {
-	return on_requeue(rq);
+	return on_requeue(rq, false);
 }
 
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(raw_complete, struct request *rq, blk_status_t status, unsigned int nr_bytes)
 {
-	return on_complete(rq, status, nr_bytes);
+	return on_complete(rq, status, nr_bytes, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";

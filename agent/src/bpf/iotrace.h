@@ -45,18 +45,19 @@ struct disk_hists {
 	unsigned long long errors[OPS];
 };
 
-/* What the completion needs to know of a request's dispatch. */
+/* What the completion needs to know of a request's dispatch. One cache line each:
+ * neighbouring tags are dispatched and completed on different CPUs. */
 struct tag_slot {
 	unsigned long long request; /* address of the struct request, 0 when free */
-	unsigned long long issue_ns; /* used when the kernel does not stamp io_start_time_ns */
+	unsigned long long issue_ns;
+	unsigned long long task;    /* the dispatching task_struct, for its name if sampled */
 	unsigned int pid;
 	unsigned int inflight; /* requests in flight on the disk at dispatch, this one included */
-	char comm[COMM_LEN];
-};
+} __attribute__((aligned(64)));
 
 /* Written by the BPF programs only. */
 struct disk_state {
-	long long inflight;
+	long long inflight __attribute__((aligned(64)));
 	unsigned long long recorder_until_ns; /* flight recorder started by an outlier cluster */
 	unsigned long long second;            /* the ktime second the two budgets below count */
 	unsigned long long events_in_second;
@@ -69,6 +70,7 @@ struct disk_state {
 struct disk_config {
 	unsigned long long outlier_ns[OPS]; /* device time above this is an outlier; 0: ceiling only */
 	unsigned long long recorder_until_ns;
+	unsigned long long cluster_outliers; /* outliers in one second that start a recording; 0: the default */
 };
 
 enum sample_reason {
@@ -98,20 +100,19 @@ struct event {
 
 /* Everything the BPF side sees, misses or drops, counted per CPU. */
 enum bpf_counter {
-	COUNTER_COMPLETIONS = 0,      /* completions counted into histograms */
-	COUNTER_UNTRACKED = 1,        /* completions of requests dispatched before we attached */
-	COUNTER_PARTIAL = 2,          /* partial completions (the request goes on) */
-	COUNTER_DISK_MAP_FULL = 3,    /* I/Os of disks beyond MAX_DISKS: not counted */
-	COUNTER_TAG_COLLISIONS = 4,   /* dispatches whose tag slot was taken: their completion has no inflight/comm */
-	COUNTER_OTHER_OPS = 5,        /* zone, write-zeroes and driver ops: not read/write/discard/flush */
-	COUNTER_ERRORS = 6,           /* completions carrying an error */
-	COUNTER_OUTLIERS = 7,         /* completions above their disk's threshold or the ceiling */
-	COUNTER_EVENTS = 8,           /* events written to the ring buffer */
-	COUNTER_DROPPED_BUDGET = 9,   /* sampled events over their disk's per-second budget */
-	COUNTER_DROPPED_OUTLIERS = 10, /* of which outliers */
-	COUNTER_DROPPED_RINGBUF = 11, /* sampled events the full ring buffer refused */
-	COUNTER_RECORDER_STARTS = 12, /* flight recordings started by an outlier cluster */
-	COUNTERS = 13,
+	COUNTER_UNTRACKED = 0,        /* completions of requests dispatched before we attached */
+	COUNTER_PARTIAL = 1,          /* partial completions (the request goes on) */
+	COUNTER_DISK_MAP_FULL = 2,    /* I/Os of disks beyond MAX_DISKS: not counted */
+	COUNTER_TAG_COLLISIONS = 3,   /* dispatches whose tag slot was taken: their completion has no inflight/comm */
+	COUNTER_OTHER_OPS = 4,        /* zone, write-zeroes and driver ops: not read/write/discard/flush */
+	COUNTER_ERRORS = 5,           /* completions carrying an error */
+	COUNTER_OUTLIERS = 6,         /* completions above their disk's threshold or the ceiling */
+	COUNTER_EVENTS = 7,           /* events written to the ring buffer */
+	COUNTER_DROPPED_BUDGET = 8,   /* sampled events over their disk's per-second budget */
+	COUNTER_DROPPED_OUTLIERS = 9, /* of which outliers */
+	COUNTER_DROPPED_RINGBUF = 10, /* sampled events the full ring buffer refused */
+	COUNTER_RECORDER_STARTS = 11, /* flight recordings started by an outlier cluster */
+	COUNTERS = 12,
 };
 
 #endif
