@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from faultdisk import FaultDisk, direct_writes, timed_direct_reads
 from tracing_agent import TracingAgent
@@ -50,9 +51,10 @@ def log2_bucket(ms):
 
 
 
-def test_every_io_is_counted_once_in_the_bucket_of_its_latency(agent_bin):
+@pytest.mark.parametrize("attachment", ["tp_btf", "raw_tp"])
+def test_every_io_is_counted_once_in_the_bucket_of_its_latency(agent_bin, attachment):
     with FaultDisk(f"units=1 read_us={BASE_US} write_us={BASE_US}") as disk:
-        agent = TracingAgent(agent_bin)
+        agent = TracingAgent(agent_bin, *(["--raw-tp"] if attachment == "raw_tp" else []))
         before = disk.diskstats()
         latencies = timed_direct_reads(disk.device, 300)
         direct_writes(disk.device, 100)
@@ -60,6 +62,7 @@ def test_every_io_is_counted_once_in_the_bucket_of_its_latency(agent_bin):
         records = agent.stop()
         name = disk.name
 
+    assert [r["tracing"] for r in records if r["schema"] == "io.agent.v1"][-1] == attachment
     reads = hists_of(records, name, "R", "device")
     writes = hists_of(records, name, "W", "device")
     assert sum(h["count"] for h in reads) == 300 == after["reads_completed"] - before["reads_completed"]

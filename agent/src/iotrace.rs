@@ -147,12 +147,17 @@ pub struct IoTrace {
 }
 
 impl IoTrace {
-    /// Loads and attaches, preferring tp_btf and falling back to raw_tp.
-    pub fn attach(sampling: &SamplingConfig) -> Result<Self> {
+    /// Loads and attaches, preferring tp_btf and falling back to raw_tp (or only raw_tp
+    /// when asked: `only_raw_tp` exercises the fallback on kernels that have both).
+    pub fn attach(sampling: &SamplingConfig, only_raw_tp: bool) -> Result<Self> {
         libbpf_rs::set_print(Some((PrintLevel::Info, keep_libbpf_message)));
-        let attached = match Self::load(Attachment::TpBtf, sampling) {
-            Ok(loaded) => Ok(loaded),
-            Err(btf_error) => Self::load(Attachment::RawTp, sampling).map_err(|raw_error| explain(btf_error, raw_error)),
+        let attached = if only_raw_tp {
+            Self::load(Attachment::RawTp, sampling)
+        } else {
+            match Self::load(Attachment::TpBtf, sampling) {
+                Ok(loaded) => Ok(loaded),
+                Err(btf_error) => Self::load(Attachment::RawTp, sampling).map_err(|raw_error| explain(btf_error, raw_error)),
+            }
         };
         libbpf_rs::set_print(None);
         let messages = std::mem::take(&mut *LIBBPF_MESSAGES.lock().unwrap_or_else(|e| e.into_inner()));

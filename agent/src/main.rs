@@ -119,6 +119,10 @@ struct RunArgs {
     /// Do not trace block I/O with BPF: sample /proc/diskstats only (no privileges needed).
     #[arg(long)]
     no_trace: bool,
+    /// Attach raw tracepoints even where BTF-typed ones work (the fallback for kernels
+    /// without tracepoint BTF, slower: every field is a probe read).
+    #[arg(long, conflicts_with = "no_trace")]
+    raw_tp: bool,
     /// A label of this host on every diskstats and agent record, KEY=VALUE (repeatable),
     /// e.g. --label rack=r12.
     #[arg(long = "label", value_name = "KEY=VALUE")]
@@ -204,7 +208,7 @@ fn run(args: RunArgs) -> Result<()> {
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
     let sampling = args.sampling.config()?;
     let tracer =
-        if args.no_trace { None } else { Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile)?) };
+        if args.no_trace { None } else { Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp)?) };
     let metrics = args.metrics_listen.as_deref().map(MetricsEndpoint::listen).transpose()?;
     if let Some(metrics) = &metrics {
         eprintln!("iopipe-agent: metrics on http://{}/metrics", metrics.address);

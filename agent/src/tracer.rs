@@ -43,8 +43,8 @@ pub struct TracerStats {
 }
 
 impl Tracer {
-    pub fn attach(host: &str, sys_root: &Path, sampling: SamplingConfig, outlier_quantile: f64) -> Result<Self> {
-        let trace = IoTrace::attach(&sampling)?;
+    pub fn attach(host: &str, sys_root: &Path, sampling: SamplingConfig, outlier_quantile: f64, only_raw_tp: bool) -> Result<Self> {
+        let trace = IoTrace::attach(&sampling, only_raw_tp)?;
         eprintln!("iopipe-agent: tracing block I/O ({:?})", trace.attachment);
         Ok(Tracer {
             trace,
