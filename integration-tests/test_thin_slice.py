@@ -35,7 +35,7 @@ def run_agent_with_disk_io(agent_bin, brokers, host, scratch):
     finally:
         workload.wait(timeout=120)
     assert agent.returncode == 0, agent.stderr
-    assert "0 failed, 0 shed" in agent.stderr, agent.stderr
+    assert "kafka_failed 0, kafka_shed 0" in agent.stderr, agent.stderr
     return agent.stderr
 
 
