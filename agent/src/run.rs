@@ -55,9 +55,13 @@ impl Run {
                 break;
             }
             let deadline = started + self.interval * u32::try_from(taken).unwrap_or(u32::MAX);
+            let sink = self.sink.as_mut();
             match self.tracer.as_mut() {
-                Some(tracer) => poll_until(deadline, &stop, tracer, self.sink.as_mut())?,
-                None => sleep_until(deadline, &stop),
+                Some(tracer) => wait_until(deadline, &stop, |step| tracer.poll(step, sink))?,
+                None => wait_until(deadline, &stop, |step| {
+                    std::thread::sleep(step);
+                    Ok(())
+                })?,
             }
         }
         if let Some(tracer) = self.tracer.as_mut() {
@@ -207,30 +211,18 @@ impl SelfReport {
     }
 }
 
-/// Sends sampled events as they come until `deadline`, in short steps so a signal stops
-/// the agent promptly.
-fn poll_until(deadline: Instant, stop: &AtomicBool, tracer: &mut Tracer, sink: &mut dyn Sink) -> Result<()> {
+/// Waits until `deadline` in short steps, each spent in `wait` (sleeping, or sending
+/// sampled events as they come), so a signal stops the agent promptly.
+fn wait_until(deadline: Instant, stop: &AtomicBool, mut wait: impl FnMut(Duration) -> Result<()>) -> Result<()> {
     const STEP: Duration = Duration::from_millis(50);
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         if now >= deadline {
             break;
         }
-        tracer.poll((deadline - now).min(STEP), sink)?;
+        wait((deadline - now).min(STEP))?;
     }
     Ok(())
-}
-
-/// Sleeps until `deadline` in short steps so a signal stops the agent promptly.
-fn sleep_until(deadline: Instant, stop: &AtomicBool) {
-    const STEP: Duration = Duration::from_millis(50);
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        std::thread::sleep((deadline - now).min(STEP));
-    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! sampled events as io.event.v1, and each disk's sampling settings kept up to date
 //! from its own recent distribution.
 
-use crate::iotrace::{status_errno, Attachment, DiskId, DiskSettings, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
+use crate::iotrace::{status_errno, Attachment, DiskId, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
 use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::telemetry::Counter;
@@ -124,7 +124,7 @@ impl Tracer {
         disks.sort();
         disks.dedup();
         for disk in disks {
-            let mut settings = self.trace_settings(disk);
+            let mut settings = self.trace.settings(disk).unwrap_or_default();
             for op in 0..OPS {
                 let recent = self.recent.get(&(disk, op));
                 settings.outlier_ns[op] = recent.and_then(|r| r.outlier_threshold_ns(self.outlier_quantile)).unwrap_or(0);
@@ -141,10 +141,6 @@ impl Tracer {
             self.trace.configure(disk, settings)?;
         }
         Ok(())
-    }
-
-    fn trace_settings(&self, disk: DiskId) -> DiskSettings {
-        self.trace.settings(disk).unwrap_or_default()
     }
 
     fn event_record(&mut self, raw: &RawEvent, wall_minus_monotonic: i128) -> EventRecord {
