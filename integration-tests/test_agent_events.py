@@ -52,7 +52,8 @@ def test_every_slow_io_over_the_disks_own_threshold_is_an_event(agent_bin):
         event = outliers[sector]
         device_ms = (event["complete_ns"] - event["issue_ns"]) / 1e6
         assert 20 <= device_ms <= ms, (sector, device_ms, ms)
-        assert event["op"] == "R" and event["bytes"] == BLOCK and event["inflight"] == 1 and event["sample_weight"] == 1
+        assert event["op"] == "R" and event["bytes"] == BLOCK and event["inflight"] == 1 and event["sample_weight"] == 1, \
+            f"a lone reader's read at depth {event['inflight']}: {event}; all events: {events_of(records, name)}"
     # The 2.5 ms reads stay below the threshold: outliers are the tail, not a sample of all.
     assert len(outliers) < 0.05 * 400, len(outliers)
 

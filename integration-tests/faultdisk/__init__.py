@@ -38,6 +38,13 @@ def build():
     return binary
 
 
+def settle_udev():
+    """Waits for udev (where it runs) to finish probing a new device: its blkid reads
+    would otherwise land among a test's own I/Os, seconds later on a busy machine."""
+    if shutil.which("udevadm"):
+        subprocess.run(["udevadm", "settle", "--timeout=30"], check=False, capture_output=True)
+
+
 class FaultDisk:
     def __init__(self, profile, size_mib=256):
         self.profile = profile
@@ -58,6 +65,7 @@ class FaultDisk:
             self._wait_for_mount()
             self.device = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(self._mountpoint / "disk.img")],
                                          capture_output=True, text=True, check=True).stdout.strip()
+            settle_udev()
             dio = Path(f"/sys/block/{self.name}/loop/dio").read_text().strip()
             if dio != "1":
                 raise RuntimeError(f"{self.device} did not take direct I/O: the page cache would fake the latency shape")
