@@ -3,6 +3,8 @@ package io.iopipe.jobs;
 import io.iopipe.jobs.io.KafkaIo;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import java.util.List;
@@ -26,7 +28,7 @@ public final class LiveJob {
         // Checkpoints commit Kafka offsets and flush the at-least-once sink.
         env.enableCheckpointing(CHECKPOINT_INTERVAL_MS);
         DataStream<RawRecord> input = env.fromSource(
-                KafkaIo.source(brokers, args.get("group-id", "iopipe-stream-jobs"), List.of(DiskstatsSample.SCHEMA)),
+                KafkaIo.source(brokers, args.get("group-id", "iopipe-stream-jobs"), List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA)),
                 WatermarkStrategy.noWatermarks(), "agent topics");
         DataStream<OutputRecord> output = Pipeline.build(input, new Pipeline.Config());
         output.sinkTo(KafkaIo.sink(brokers)).name("output topics").uid("output-topics");

@@ -19,6 +19,11 @@ public final class IostatWindow {
     private IostatWindow() {}
 
     public static OutputRecord record(IostatSums s, long windowStartNs, long windowEndNs, int windowSeconds) {
+        return new OutputRecord(SCHEMA, OutputRecord.diskKey(s.host, s.disk), Json.write(fields(s, windowStartNs, windowEndNs, windowSeconds)));
+    }
+
+    /** The window record's iostat fields, for a caller to add more before writing it. */
+    public static ObjectNode fields(IostatSums s, long windowStartNs, long windowEndNs, int windowSeconds) {
         double seconds = s.intervalNs / NS_PER_S;
         ObjectNode w = Json.object();
         w.put("schema", SCHEMA);
@@ -64,7 +69,7 @@ public final class IostatWindow {
         w.put("queue_size", s.weightedIoTimeMs / seconds / MS_PER_S);
         // %util: share of the interval with at least one I/O in flight.
         w.put("util_pct", s.ioTimeMs / seconds / MS_PER_S * 100.0);
-        return new OutputRecord(SCHEMA, OutputRecord.diskKey(s.host, s.disk), Json.write(w));
+        return w;
     }
 
     /** %rrqm: merged requests as a share of all requests before merging. */

@@ -3,8 +3,9 @@ package io.iopipe.jobs.pipeline;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DecodeException;
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
-import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.RecordDecoder;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -13,30 +14,42 @@ import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
 
-/** Decodes raw lines by their `schema`; anything invalid becomes a dead letter with the reason. */
-public class DecodeRecords extends ProcessFunction<RawRecord, DiskstatsSample> {
+/**
+ * Decodes raw lines by their `schema`; anything invalid becomes a dead letter with the
+ * reason. Valid records of a kind this graph does not consume (the agent's own
+ * reports, the jobs' outputs fed back) are counted and passed over.
+ */
+public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/decode";
     private transient Counter decoded;
     private transient Counter deadLettered;
+    private transient Counter passedOver;
 
     @Override
     public void open(OpenContext openContext) {
         decoded = getRuntimeContext().getMetricGroup().counter("records_decoded_total");
         deadLettered = getRuntimeContext().getMetricGroup().counter("records_dead_lettered_total");
+        passedOver = getRuntimeContext().getMetricGroup().counter("records_not_consumed_total");
     }
 
     @Override
-    public void processElement(RawRecord raw, Context ctx, Collector<DiskstatsSample> out) {
+    public void processElement(RawRecord raw, Context ctx, Collector<DiskRecord> out) {
         long nowNs = DeadLetters.wallClockNs();
         try {
             JsonNode node = Json.parseObject(raw.text);
             String schema = RecordDecoder.schemaOf(node);
-            if (!DiskstatsSample.SCHEMA.equals(schema)) {
-                throw new DecodeException(Pipeline.isKnownRecord(schema)
-                        ? "no job of this graph consumes " + schema + " records yet"
-                        : "unknown schema: " + schema);
+            switch (schema) {
+                case DiskstatsSample.SCHEMA -> out.collect(DiskRecord.of(RecordDecoder.diskstats(node, raw.source, nowNs)));
+                case HistRecord.SCHEMA -> out.collect(DiskRecord.of(RecordDecoder.hist(node, nowNs)));
+                case IoEvent.SCHEMA -> out.collect(DiskRecord.of(RecordDecoder.event(node, nowNs)));
+                default -> {
+                    if (!Pipeline.isKnownRecord(schema)) {
+                        throw new DecodeException("unknown schema: " + schema);
+                    }
+                    passedOver.inc();
+                    return;
+                }
             }
-            out.collect(RecordDecoder.diskstats(node, raw.source, nowNs));
             decoded.inc();
         } catch (DecodeException e) {
             deadLettered.inc();

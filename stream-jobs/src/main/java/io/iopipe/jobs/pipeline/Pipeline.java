@@ -1,6 +1,6 @@
 package io.iopipe.jobs.pipeline;
 
-import io.iopipe.jobs.iostat.DiskstatsDelta;
+import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.Json;
@@ -18,6 +18,7 @@ import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
@@ -27,14 +28,15 @@ import org.apache.flink.util.OutputTag;
  */
 public final class Pipeline {
     public static final OutputTag<OutputRecord> DEAD_LETTERS = new OutputTag<>("dead-letters") {};
-    static final OutputTag<DiskstatsDelta> LATE_DELTAS = new OutputTag<>("late-deltas") {};
+    static final OutputTag<DiskRecord> LATE_RECORDS = new OutputTag<>("late-records") {};
     private static final Set<String> KNOWN_RECORDS = Set.of(
             "io.event.v1", "io.hist.v1", "io.diskstats.v1", "io.window.v1",
-            "io.anomaly.v1", "io.health.v1", "io.deadletter.v1");
+            "io.anomaly.v1", "io.health.v1", "io.deadletter.v1", "io.agent.v1");
 
     /** Tunables; defaults are what the live job runs with. */
     public static final class Config implements Serializable {
-        public List<Integer> windowSeconds = List.of(10);
+        /** Window lengths; the detectors run on the first. */
+        public List<Integer> windowSeconds = List.of(10, 60);
         public Duration outOfOrderness = Duration.ofSeconds(5);
         public Duration sourceIdleness = Duration.ofMinutes(1);
         public Duration diskForgottenAfter = Duration.ofMinutes(10);
@@ -47,55 +49,73 @@ public final class Pipeline {
     }
 
     public static DataStream<OutputRecord> build(DataStream<RawRecord> input, Config config) {
-        SingleOutputStreamOperator<DiskstatsSample> samples = input
+        SingleOutputStreamOperator<DiskRecord> decoded = input
                 .process(new DecodeRecords()).name("decode records").uid("decode-records");
-        SingleOutputStreamOperator<DiskstatsDelta> deltas = samples
+        SingleOutputStreamOperator<DiskRecord> timed = decoded
                 .assignTimestampsAndWatermarks(WatermarkStrategy
-                        .<DiskstatsSample>forBoundedOutOfOrderness(config.outOfOrderness)
-                        .withTimestampAssigner((sample, previous) -> sample.tsNs / 1_000_000L)
+                        .<DiskRecord>forBoundedOutOfOrderness(config.outOfOrderness)
+                        .withTimestampAssigner((r, previous) -> r.tsNs / 1_000_000L)
                         .withIdleness(config.sourceIdleness))
-                .name("event time").uid("event-time")
+                .name("event time").uid("event-time");
+        SingleOutputStreamOperator<DiskRecord> deltas = timed
+                .filter(r -> r.sample != null).name("diskstats samples").uid("diskstats-samples")
+                .map(r -> r.sample).returns(DiskstatsSample.class).name("unwrap samples").uid("unwrap-samples")
                 .keyBy(DiskstatsSample::key)
                 .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis()))
-                .name("diskstats deltas").uid("diskstats-deltas");
+                .name("diskstats deltas").uid("diskstats-deltas")
+                .map(DiskRecord::of).returns(DiskRecord.class).name("wrap deltas").uid("wrap-deltas");
+        DataStream<DiskRecord> measures = deltas.union(
+                timed.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
 
-        DataStream<OutputRecord> out = samples.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
+        DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
+        boolean first = true;
         for (int seconds : config.windowSeconds) {
-            SingleOutputStreamOperator<OutputRecord> windows = deltas
-                    .keyBy(DiskstatsDelta::key)
+            SingleOutputStreamOperator<DiskWindow> windows = measures
+                    .keyBy(DiskRecord::key)
                     .window(TumblingEventTimeWindows.of(Duration.ofSeconds(seconds)))
-                    .sideOutputLateData(LATE_DELTAS)
-                    .aggregate(new IostatWindowFunctions.SumDeltas(), new IostatWindowFunctions.EmitWindow(seconds))
-                    .name("iostat " + seconds + "s windows").uid("iostat-windows-" + seconds + "s");
-            DataStream<OutputRecord> late = windows.getSideOutput(LATE_DELTAS)
-                    .map(new LateDeltaToDeadLetter(seconds))
-                    .name("late " + seconds + "s deltas").uid("late-deltas-" + seconds + "s");
-            out = out.union(windows, late);
+                    .sideOutputLateData(LATE_RECORDS)
+                    .aggregate(new WindowFunctions.Accumulate(), new WindowFunctions.Stamp(seconds))
+                    .name(seconds + "s windows").uid("windows-" + seconds + "s");
+            DataStream<OutputRecord> records = windows
+                    .flatMap((DiskWindow w, Collector<OutputRecord> c) -> WindowRecord.of(w).ifPresent(c::collect))
+                    .returns(OutputRecord.class)
+                    .name(seconds + "s window records").uid("window-records-" + seconds + "s");
+            DataStream<OutputRecord> late = windows.getSideOutput(LATE_RECORDS)
+                    .map(new LateRecordToDeadLetter(seconds))
+                    .name("late for " + seconds + "s windows").uid("late-records-" + seconds + "s");
+            out = out.union(records, late);
+            if (first) {
+                out = out.union(windows
+                        .keyBy(DiskWindow::key)
+                        .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
+                        .name("detectors").uid("detectors"));
+                first = false;
+            }
         }
         return out;
     }
 
-    /** A late delta is counted and kept as a dead letter: late data is never dropped silently. */
-    static final class LateDeltaToDeadLetter extends RichMapFunction<DiskstatsDelta, OutputRecord> {
+    /** A late record is counted and kept as a dead letter: late data is never dropped silently. */
+    static final class LateRecordToDeadLetter extends RichMapFunction<DiskRecord, OutputRecord> {
         private final int windowSeconds;
         private transient Counter late;
 
-        LateDeltaToDeadLetter(int windowSeconds) {
+        LateRecordToDeadLetter(int windowSeconds) {
             this.windowSeconds = windowSeconds;
         }
 
         @Override
         public void open(OpenContext openContext) {
-            late = getRuntimeContext().getMetricGroup().counter("deltas_late_total");
+            late = getRuntimeContext().getMetricGroup().counter("records_late_total");
         }
 
         @Override
-        public OutputRecord map(DiskstatsDelta d) {
+        public OutputRecord map(DiskRecord r) {
             late.inc();
-            String reason = "late: the " + windowSeconds + " s window holding ts_ns " + d.endNs + " had already closed";
+            String reason = "late: the " + windowSeconds + " s window holding this " + r.describe() + " had already closed";
             ObjectNode raw = Json.object();
-            raw.put("host", d.host).put("disk", d.disk).put("start_ns", d.startNs).put("end_ns", d.endNs);
-            return DeadLetters.of("stream-jobs/iostat-window", d.key(), reason, Json.write(raw), DeadLetters.wallClockNs());
+            raw.put("host", r.host).put("disk", r.disk).put("ts_ns", r.tsNs);
+            return DeadLetters.of("stream-jobs/windows", r.key(), reason, Json.write(raw), DeadLetters.wallClockNs());
         }
     }
 }

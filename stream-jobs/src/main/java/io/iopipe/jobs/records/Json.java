@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Set;
+import java.util.TreeSet;
 
 /** The one JSON mapper of the jobs and typed field readers that name what is wrong. */
 public final class Json {
@@ -70,6 +72,58 @@ public final class Json {
     /** An optional counter: 0 when the producing kernel does not have it. */
     public static long optionalCounter(JsonNode record, String field) throws DecodeException {
         return record.has(field) ? counter(record, field) : 0L;
+    }
+
+    /** A string that may be empty, at most maxLength characters. */
+    public static String textUpTo(JsonNode record, String field, int maxLength) throws DecodeException {
+        JsonNode value = present(record, field);
+        if (!value.isTextual() || value.textValue().length() > maxLength) {
+            throw new DecodeException(field + " must be a string of at most " + maxLength + " characters");
+        }
+        return value.textValue();
+    }
+
+    public static String oneOf(JsonNode record, String field, Set<String> allowed) throws DecodeException {
+        JsonNode value = present(record, field);
+        if (!value.isTextual() || !allowed.contains(value.textValue())) {
+            throw new DecodeException(field + " must be one of " + new TreeSet<>(allowed) + ", got "
+                    + abbreviate(value.toString()));
+        }
+        return value.textValue();
+    }
+
+    /** Any integer that fits in a long, negative ones too. */
+    public static long integer(JsonNode record, String field) throws DecodeException {
+        JsonNode value = present(record, field);
+        if (!value.isIntegralNumber() || !value.canConvertToLong()) {
+            throw new DecodeException(field + " must be a 64-bit integer, got " + abbreviate(value.toString()));
+        }
+        return value.longValue();
+    }
+
+    public static double number(JsonNode record, String field) throws DecodeException {
+        JsonNode value = present(record, field);
+        if (!value.isNumber()) {
+            throw new DecodeException(field + " must be a number, got " + abbreviate(value.toString()));
+        }
+        return value.doubleValue();
+    }
+
+    /** An array of at most maxItems counters. */
+    public static long[] counters(JsonNode record, String field, int maxItems) throws DecodeException {
+        JsonNode value = present(record, field);
+        if (!value.isArray() || value.size() > maxItems) {
+            throw new DecodeException(field + " must be an array of at most " + maxItems + " counters");
+        }
+        long[] out = new long[value.size()];
+        for (int i = 0; i < out.length; i++) {
+            JsonNode item = value.get(i);
+            if (!item.isIntegralNumber() || !item.canConvertToLong() || item.longValue() < 0) {
+                throw new DecodeException(field + "[" + i + "] must be a counter, got " + abbreviate(item.toString()));
+            }
+            out[i] = item.longValue();
+        }
+        return out;
     }
 
     public static boolean bool(JsonNode record, String field) throws DecodeException {

@@ -1,6 +1,7 @@
 package io.iopipe.jobs.records;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Set;
 
 /**
  * Turns input lines into typed records, enforcing schema/records/*.schema.json.
@@ -48,6 +49,76 @@ public final class RecordDecoder {
         s.flushesCompleted = Json.optionalCounter(n, "flushes_completed");
         s.flushTimeMs = Json.optionalCounter(n, "flush_time_ms");
         return s;
+    }
+
+    static final Set<String> OPS = Set.of("R", "W", "D", "F");
+    static final Set<String> LATENCY_KINDS = Set.of("device", "queue", "total");
+    static final Set<String> SAMPLE_REASONS = Set.of("outlier", "uniform", "recorder", "all");
+
+    public static HistRecord hist(JsonNode n, long nowNs) throws DecodeException {
+        expectSchema(n, HistRecord.SCHEMA);
+        HistRecord h = new HistRecord();
+        h.host = Json.text(n, "host", 253);
+        h.disk = Json.text(n, "disk", 64);
+        h.op = Json.oneOf(n, "op", OPS);
+        h.latency = Json.oneOf(n, "latency", LATENCY_KINDS);
+        h.startNs = Json.counter(n, "start_ns");
+        h.endNs = timestamp(n, "end_ns", nowNs);
+        if (h.startNs > h.endNs) {
+            throw new DecodeException("start_ns " + h.startNs + " is after end_ns " + h.endNs);
+        }
+        h.bucketsLog2Us = Json.counters(n, "buckets_log2_us", HistRecord.MAX_BUCKETS);
+        h.count = Json.counter(n, "count");
+        h.sumUs = Json.counter(n, "sum_us");
+        h.maxUs = Json.counter(n, "max_us");
+        h.errors = Json.optionalCounter(n, "errors");
+        long inBuckets = 0;
+        for (long b : h.bucketsLog2Us) {
+            inBuckets += b;
+        }
+        if (inBuckets != h.count) {
+            throw new DecodeException("buckets_log2_us hold " + inBuckets + " I/Os but count is " + h.count);
+        }
+        if (h.errors > h.count) {
+            throw new DecodeException("errors " + h.errors + " exceed count " + h.count);
+        }
+        return h;
+    }
+
+    public static IoEvent event(JsonNode n, long nowNs) throws DecodeException {
+        expectSchema(n, IoEvent.SCHEMA);
+        IoEvent e = new IoEvent();
+        e.host = Json.text(n, "host", 253);
+        e.disk = Json.text(n, "disk", 64);
+        e.op = Json.oneOf(n, "op", OPS);
+        e.bytes = Json.counter(n, "bytes");
+        e.sector = Json.counter(n, "sector");
+        e.issueNs = Json.counter(n, "issue_ns");
+        e.completeNs = timestamp(n, "complete_ns", nowNs);
+        if (e.issueNs > e.completeNs) {
+            throw new DecodeException("issue_ns " + e.issueNs + " is after complete_ns " + e.completeNs);
+        }
+        e.queueNs = Json.counter(n, "queue_ns");
+        e.inflight = Json.counter(n, "inflight");
+        e.error = Json.integer(n, "error");
+        if (e.error > 0) {
+            throw new DecodeException("error must be 0 or -errno, got " + e.error);
+        }
+        e.comm = Json.textUpTo(n, "comm", 16);
+        e.pid = Json.counter(n, "pid");
+        e.sampleReason = Json.oneOf(n, "sample_reason", SAMPLE_REASONS);
+        e.sampleWeight = Json.number(n, "sample_weight");
+        if (!(e.sampleWeight >= 1) || Double.isInfinite(e.sampleWeight)) {
+            throw new DecodeException("sample_weight must be a finite number of at least 1, got " + e.sampleWeight);
+        }
+        return e;
+    }
+
+    private static void expectSchema(JsonNode n, String expected) throws DecodeException {
+        String schema = schemaOf(n);
+        if (!expected.equals(schema)) {
+            throw new DecodeException("expected " + expected + ", got " + schema);
+        }
     }
 
     static long timestamp(JsonNode n, String field, long nowNs) throws DecodeException {

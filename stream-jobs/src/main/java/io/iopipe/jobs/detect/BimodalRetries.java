@@ -1,0 +1,251 @@
+package io.iopipe.jobs.detect;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iopipe.jobs.records.IoEvent;
+import io.iopipe.jobs.records.Json;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Retries: a second, slower latency mode, apart from the main one by an empty valley.
+ * A retried I/O pays its first attempt again; on a rotational disk, each retry waits
+ * for the sector to come round, so the gap is a whole number of revolutions.
+ * The mean hides all this (S2: 5 ms average, modes at 2 and 10 ms).
+ */
+public final class BimodalRetries {
+    /** I/Os needed in a window for a shape to mean anything. */
+    static final long MIN_IOS = 200;
+    /** Bins per octave when every I/O's latency is known. */
+    static final int FINE_BINS_PER_OCTAVE = 8;
+    /** A valley this shallow relative to the smaller of its two peaks separates modes. */
+    static final double VALLEY_FRACTION = 0.2;
+    /** A mode must hold this share of the I/Os: a few stragglers are a tail, not a mode. */
+    static final double MIN_MODE_SHARE = 0.02;
+    static final long MIN_MODE_IOS = 5;
+    /** A retry repeats at least the first attempt: its mode sits at twice the main one or more. */
+    static final double MIN_MODE_RATIO = 2.0;
+    static final int[] COMMON_RPMS = {5400, 7200, 10_000, 15_000};
+    /** How close to a whole number of revolutions the gap must be. */
+    static final double REVOLUTION_TOLERANCE = 0.15;
+
+    private BimodalRetries() {}
+
+    /** A run of bins around one peak: its weight and median latency. */
+    record Mode(double medianUs, double weight) {}
+
+    public static Optional<Finding> examine(DiskWindow w) {
+        for (String op : w.ops.keySet()) {
+            Optional<Finding> found = examineOp(w, op);
+            if (found.isPresent()) {
+                return found;
+            }
+        }
+        return Optional.empty();
+    }
+
+    static Optional<Finding> examineOp(DiskWindow w, String op) {
+        OpLatency latency = w.ops.get(op);
+        if (latency == null || latency.count() < MIN_IOS) {
+            return Optional.empty();
+        }
+        List<IoEvent> every = w.fullCapture(op);
+        Shape shape = every.isEmpty() ? Shape.of(latency.device()) : Shape.of(every);
+        List<Mode> modes = shape.modes();
+        if (modes.size() < 2) {
+            return Optional.empty();
+        }
+        Mode main = modes.stream().max((a, b) -> Double.compare(a.weight(), b.weight())).orElseThrow();
+        List<Mode> slower = modes.stream().filter(m -> m.medianUs() >= MIN_MODE_RATIO * main.medianUs()).toList();
+        if (slower.isEmpty()) {
+            return Optional.empty();
+        }
+        Mode retries = slower.get(0);
+        double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
+        double total = shape.total();
+        ObjectNode evidence = Evidence.of(w, op);
+        ArrayNode modeList = evidence.putArray("modes");
+        for (Mode m : modes) {
+            modeList.addObject().put("median_ms", Evidence.round(m.medianUs() / 1000))
+                    .put("ios", Math.round(m.weight())).put("share", Evidence.round(m.weight() / total));
+        }
+        evidence.put("gap_ms", Evidence.round(gapMs));
+        evidence.put("resolution", every.isEmpty() ? "log2 histogram" : "every I/O");
+        String revolutions = "";
+        if (w.rotational()) {
+            ArrayNode matches = evidence.putArray("whole_revolutions");
+            for (int rpm : COMMON_RPMS) {
+                double revolutionMs = 60_000.0 / rpm;
+                long k = Math.round(gapMs / revolutionMs);
+                if (k >= 1 && Math.abs(gapMs / revolutionMs - k) <= REVOLUTION_TOLERANCE) {
+                    matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs));
+                    revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";
+                }
+            }
+        }
+        String summary = String.format("%s latency is bimodal: %.0f%% at %.2f ms, %.0f%% at %.2f ms; gap %.2f ms%s",
+                op, 100 * main.weight() / total, main.medianUs() / 1000, 100 * retries.weight() / total,
+                retries.medianUs() / 1000, gapMs,
+                revolutions.isEmpty() ? (w.rotational() ? " (not a whole number of revolutions at a common rpm)" : "")
+                        : " = " + revolutions + " revolution(s): retries");
+        return Optional.of(new Finding(Finding.Kind.BIMODAL_RETRIES, Finding.Severity.WARNING, summary, evidence,
+                Finding.HealthEffect.SUSPECT));
+    }
+
+    /** Latency mass over log-spaced bins, with the latencies that fell in each. */
+    static final class Shape {
+        final double[] weight;
+        final List<List<Double>> values;
+        final double lowestLog2;
+        final int binsPerOctave;
+
+        private Shape(int bins, double lowestLog2, int binsPerOctave) {
+            this.weight = new double[bins];
+            this.values = new ArrayList<>();
+            for (int i = 0; i < bins; i++) {
+                values.add(new ArrayList<>());
+            }
+            this.lowestLog2 = lowestLog2;
+            this.binsPerOctave = binsPerOctave;
+        }
+
+        static Shape of(List<IoEvent> events) {
+            double lo = Double.MAX_VALUE;
+            double hi = 0;
+            for (IoEvent e : events) {
+                double l = log2Us(e);
+                lo = Math.min(lo, l);
+                hi = Math.max(hi, l);
+            }
+            Shape s = new Shape((int) ((hi - lo) * FINE_BINS_PER_OCTAVE) + 1, lo, FINE_BINS_PER_OCTAVE);
+            for (IoEvent e : events) {
+                int bin = (int) ((log2Us(e) - lo) * FINE_BINS_PER_OCTAVE);
+                s.weight[bin] += 1;
+                s.values.get(bin).add(e.deviceNs() / 1000.0);
+            }
+            return s;
+        }
+
+        /** From a log2 histogram: one bin per bucket, its latencies at the bucket's geometric middle. */
+        static Shape of(Log2Histogram h) {
+            Shape s = new Shape(Log2Histogram.BUCKETS, 0, 1);
+            for (int i = 0; i < Log2Histogram.BUCKETS; i++) {
+                s.weight[i] = h.buckets[i];
+                double lower = Math.max(1, Log2Histogram.lowerEdgeUs(i));
+                s.values.get(i).add(lower * Math.sqrt(2));
+            }
+            return s;
+        }
+
+        static double log2Us(IoEvent e) {
+            return Math.log(Math.max(1.0, e.deviceNs() / 1000.0)) / Math.log(2);
+        }
+
+        double total() {
+            double t = 0;
+            for (double w : weight) {
+                t += w;
+            }
+            return t;
+        }
+
+        /** Fine bins are smoothed over three so sampling noise makes no peaks. */
+        double[] density() {
+            if (binsPerOctave == 1) {
+                return weight.clone();
+            }
+            double[] d = new double[weight.length];
+            for (int i = 0; i < weight.length; i++) {
+                double sum = 0;
+                int n = 0;
+                for (int j = Math.max(0, i - 1); j <= Math.min(weight.length - 1, i + 1); j++) {
+                    sum += weight[j];
+                    n++;
+                }
+                d[i] = sum / n;
+            }
+            return d;
+        }
+
+        /**
+         * Modes, fastest first: neighbouring peaks are separate modes when the valley
+         * between them is no higher than VALLEY_FRACTION of the lower one; runs of bins
+         * too light to matter (a tail's stragglers) are left out.
+         */
+        List<Mode> modes() {
+            double[] d = density();
+            List<Integer> splits = new ArrayList<>();
+            int current = -1;
+            for (int p : peaks(d)) {
+                if (current < 0) {
+                    current = p;
+                    continue;
+                }
+                int valley = current + 1;
+                for (int i = current + 1; i < p; i++) {
+                    if (d[i] < d[valley]) {
+                        valley = i;
+                    }
+                }
+                if (d[valley] <= VALLEY_FRACTION * Math.min(d[current], d[p])) {
+                    splits.add(valley);
+                    current = p;
+                } else if (d[p] > d[current]) {
+                    current = p;
+                }
+            }
+            splits.add(d.length - 1);
+            double total = total();
+            List<Mode> modes = new ArrayList<>();
+            int from = 0;
+            for (int to : splits) {
+                Mode m = mode(from, to);
+                if (m.weight() >= Math.max(MIN_MODE_IOS, MIN_MODE_SHARE * total)) {
+                    modes.add(m);
+                }
+                from = to + 1;
+            }
+            return modes;
+        }
+
+        /** Local maxima, the right end of a plateau. */
+        private static List<Integer> peaks(double[] d) {
+            List<Integer> peaks = new ArrayList<>();
+            for (int i = 0; i < d.length; i++) {
+                double before = i == 0 ? 0 : d[i - 1];
+                double after = i == d.length - 1 ? 0 : d[i + 1];
+                if (d[i] > 0 && d[i] >= before && d[i] > after) {
+                    peaks.add(i);
+                }
+            }
+            return peaks;
+        }
+
+        /** The run's weight and weighted median latency. */
+        private Mode mode(int from, int to) {
+            double w = 0;
+            for (int i = from; i <= to; i++) {
+                w += weight[i];
+            }
+            double half = w / 2;
+            double seen = 0;
+            for (int i = from; i <= to; i++) {
+                List<Double> v = values.get(i);
+                if (v.isEmpty()) {
+                    continue;
+                }
+                double each = weight[i] / v.size();
+                List<Double> sorted = new ArrayList<>(v);
+                sorted.sort(Double::compare);
+                for (double value : sorted) {
+                    seen += each;
+                    if (seen >= half) {
+                        return new Mode(value, w);
+                    }
+                }
+            }
+            return new Mode(0, w);
+        }
+    }
+}

@@ -1,0 +1,86 @@
+package io.iopipe.jobs.detect;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.OutputRecord;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * All detectors over one disk's window, in event-time order: anomalies (one per
+ * episode and severity reached), health transitions, and what the disk teaches its
+ * baselines when nothing is wrong with it.
+ */
+public final class DiskDetector {
+    public static final String ANOMALY_SCHEMA = "io.anomaly.v1";
+    /** Findings of a kind closer than this belong to one episode: one anomaly, not one per window. */
+    static final long EPISODE_QUIET_NS = 5L * 60 * 1_000_000_000L;
+    static final double SERVICE_BASELINE_ALPHA = 0.05;
+
+    private DiskDetector() {}
+
+    public static List<OutputRecord> onWindow(DiskWindow w, DiskHistory h) {
+        w.sortEvents();
+        List<Finding> findings = new ArrayList<>();
+        FailingDisk.examine(w, h).ifPresent(findings::add);
+        BimodalRetries.examine(w).ifPresent(findings::add);
+        QueueRamp.examine(w).ifPresent(findings::add);
+        Saturation.examine(w, h).ifPresent(findings::add);
+
+        List<OutputRecord> out = new ArrayList<>();
+        List<String> newIds = new ArrayList<>();
+        for (Finding f : findings) {
+            anomalyOf(w, h, f).ifPresent(a -> {
+                out.add(a);
+                newIds.add(h.episodes.get(f.kind().wireName).anomalyId);
+            });
+        }
+        DiskHealth.step(w, h, findings, newIds).ifPresent(out::add);
+        learn(w, h, findings);
+        return out;
+    }
+
+    /** The anomaly a finding raises: none while its episode already reported this severity. */
+    static Optional<OutputRecord> anomalyOf(DiskWindow w, DiskHistory h, Finding f) {
+        String kind = f.kind().wireName;
+        DiskHistory.Episode episode = h.episodes.get(kind);
+        if (episode == null || w.startNs - episode.lastSeenNs > EPISODE_QUIET_NS) {
+            episode = new DiskHistory.Episode();
+            episode.startNs = w.startNs;
+            h.episodes.put(kind, episode);
+        }
+        episode.lastSeenNs = w.endNs;
+        if (episode.severity != null && Finding.Severity.valueOf(episode.severity).compareTo(f.severity()) >= 0) {
+            return Optional.empty();
+        }
+        episode.severity = f.severity().name();
+        episode.anomalyId = Ids.of(w.host, w.disk, kind, Long.toString(episode.startNs), episode.severity);
+        ObjectNode a = Json.object();
+        a.put("schema", ANOMALY_SCHEMA);
+        a.put("id", episode.anomalyId);
+        a.put("host", w.host);
+        a.put("disk", w.disk);
+        a.put("kind", kind);
+        a.put("severity", f.severity().wireName());
+        a.put("start_ns", episode.startNs);
+        a.put("end_ns", w.endNs);
+        a.put("summary", f.summary());
+        a.set("evidence", f.evidence());
+        return Optional.of(new OutputRecord(ANOMALY_SCHEMA, w.key(), Json.write(a)));
+    }
+
+    /** Baselines learn only from windows that say nothing is wrong with the disk. */
+    static void learn(DiskWindow w, DiskHistory h, List<Finding> findings) {
+        boolean diskSuspected = findings.stream().anyMatch(f -> f.health() != Finding.HealthEffect.NONE);
+        if (diskSuspected) {
+            return;
+        }
+        if (FailingDisk.teachesBaseline(w)) {
+            h.serviceBaselineMs = DiskHistory.ewma(h.serviceBaselineMs, h.serviceBaselineWindows,
+                    FailingDisk.serviceMs(w), SERVICE_BASELINE_ALPHA);
+            h.serviceBaselineWindows++;
+        }
+        Saturation.learn(w, h);
+    }
+}

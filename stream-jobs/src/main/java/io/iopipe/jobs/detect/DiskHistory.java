@@ -1,0 +1,34 @@
+package io.iopipe.jobs.detect;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/** What one disk's detectors have learnt and decided so far: its keyed state. */
+public class DiskHistory {
+    /** Mean service time of its windows that raised nothing (EWMA), and how many there were. */
+    public double serviceBaselineMs;
+    public int serviceBaselineWindows;
+    /** Mean device latency at a queue depth of about one (EWMA), and how many windows taught it. */
+    public double qd1LatencyUs;
+    public int qd1Windows;
+    public String health = DiskHealth.HEALTHY;
+    public String ticketId;
+    /** Since when no finding has touched the disk's health; -1 while one does. */
+    public long quietSinceNs = -1;
+    /** The open episode of each kind of finding, by kind. */
+    public Map<String, Episode> episodes = new HashMap<>();
+
+    /** One run of findings of a kind: one anomaly per severity it reached, however long it lasts. */
+    public static class Episode {
+        public long startNs;
+        public long lastSeenNs;
+        public String severity;
+        public String anomalyId;
+
+        public Episode() {}
+    }
+
+    static double ewma(double current, int seen, double value, double alpha) {
+        return seen == 0 ? value : current + alpha * (value - current);
+    }
+}

@@ -1,0 +1,144 @@
+package io.iopipe.jobs.detect;
+
+import io.iopipe.jobs.iostat.IostatSums;
+import io.iopipe.jobs.records.IoEvent;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Everything one disk did in one event-time window: the iostat sums of its diskstats
+ * deltas, each op's latency histograms and the sampled events. What the detectors see.
+ */
+public class DiskWindow {
+    /** Events kept per window; the rest are counted. Bursts and outliers are far fewer. */
+    public static final int MAX_EVENTS = 20_000;
+    static final double MS_PER_S = 1000.0;
+    static final double NS_PER_MS = 1e6;
+
+    public String host;
+    public String disk;
+    public long startNs;
+    public long endNs;
+    public int windowSeconds;
+    public IostatSums iostat = new IostatSums();
+    public Map<String, OpLatency> ops = new TreeMap<>();
+    public List<IoEvent> events = new ArrayList<>();
+    public long eventsOverCap;
+
+    public String key() {
+        return host + "/" + disk;
+    }
+
+    public boolean hasIostat() {
+        return iostat.samples > 0 && iostat.intervalNs > 0;
+    }
+
+    public boolean rotational() {
+        return hasIostat() && iostat.rotational;
+    }
+
+    public long iostatCompleted() {
+        return iostat.readsCompleted + iostat.writesCompleted + iostat.discardsCompleted;
+    }
+
+    /** aqu-sz: mean requests in flight over the window. */
+    public double queueSize() {
+        return iostat.weightedIoTimeMs / (iostat.intervalNs / NS_PER_MS);
+    }
+
+    public double utilFraction() {
+        return Math.min(1.0, iostat.ioTimeMs / (iostat.intervalNs / NS_PER_MS));
+    }
+
+    /** svctm: busy time per completed I/O. The mean service time of a disk that serves one I/O at a time. */
+    public double serviceMs() {
+        long completed = iostatCompleted();
+        return completed == 0 ? 0 : (double) iostat.ioTimeMs / completed;
+    }
+
+    /** await of every op together: time from submission to completion per I/O. */
+    public double awaitMs() {
+        long completed = iostatCompleted();
+        long timeMs = iostat.readTimeMs + iostat.writeTimeMs + iostat.discardTimeMs;
+        return completed == 0 ? 0 : (double) timeMs / completed;
+    }
+
+    public double completedPerS() {
+        return iostatCompleted() / (iostat.intervalNs / NS_PER_MS / MS_PER_S);
+    }
+
+    /** Mean bytes per completed I/O from diskstats (512-byte sectors). */
+    public double bytesPerIo() {
+        long completed = iostatCompleted();
+        long sectors = iostat.sectorsRead + iostat.sectorsWritten + iostat.sectorsDiscarded;
+        return completed == 0 ? 0 : sectors * 512.0 / completed;
+    }
+
+    /** Device time of every op together. */
+    public Log2Histogram deviceAllOps() {
+        Log2Histogram all = new Log2Histogram();
+        for (OpLatency op : ops.values()) {
+            all.merge(op.device());
+        }
+        return all;
+    }
+
+    public long errors() {
+        long n = 0;
+        for (OpLatency op : ops.values()) {
+            n += op.errors();
+        }
+        return n;
+    }
+
+    public OpLatency op(String op) {
+        return ops.computeIfAbsent(op, o -> new OpLatency());
+    }
+
+    /** The op that did the most I/O: whose histogram a summary shows. */
+    public String busiestOp() {
+        return ops.entrySet().stream().max(Comparator.comparingLong(e -> e.getValue().count()))
+                .map(Map.Entry::getKey).orElse("R");
+    }
+
+    /** The events of one op, when they are every I/O of it in this window (not a sample). */
+    public List<IoEvent> fullCapture(String op) {
+        List<IoEvent> mine = new ArrayList<>();
+        for (IoEvent e : events) {
+            if (e.op.equals(op)) {
+                if (e.sampleWeight != 1.0) {
+                    return List.of();
+                }
+                mine.add(e);
+            }
+        }
+        OpLatency latency = ops.get(op);
+        long count = latency == null ? 0 : latency.count();
+        return eventsOverCap == 0 && mine.size() >= count ? mine : List.of();
+    }
+
+    /** Mean in-flight depth at dispatch of the events that know it; NaN if none does. */
+    public double meanEventDepth() {
+        double sum = 0;
+        double weight = 0;
+        for (IoEvent e : events) {
+            if (e.inflight > 0) {
+                sum += e.inflight * e.sampleWeight;
+                weight += e.sampleWeight;
+            }
+        }
+        return weight == 0 ? Double.NaN : sum / weight;
+    }
+
+    /** Queue depth: aqu-sz where diskstats are known, else the events' depth at dispatch. */
+    public double depth() {
+        return hasIostat() ? queueSize() : meanEventDepth();
+    }
+
+    public void sortEvents() {
+        events.sort(Comparator.comparingLong((IoEvent e) -> e.issueNs).thenComparingLong(e -> e.completeNs));
+    }
+}

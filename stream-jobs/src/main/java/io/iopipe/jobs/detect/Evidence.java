@@ -1,0 +1,84 @@
+package io.iopipe.jobs.detect;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iopipe.jobs.records.IoEvent;
+import io.iopipe.jobs.records.Json;
+import java.util.Comparator;
+import java.util.List;
+
+/** The evidence every finding carries: the histogram, the iostat line, the worst events. */
+final class Evidence {
+    static final int WORST_EVENTS = 5;
+
+    private Evidence() {}
+
+    static ObjectNode of(DiskWindow w, String op) {
+        ObjectNode e = Json.object();
+        e.put("window_start_ns", w.startNs);
+        e.put("window_end_ns", w.endNs);
+        e.put("op", op);
+        OpLatency latency = w.ops.get(op);
+        if (latency != null) {
+            e.set("device_histogram_us", biolatency(latency.device()));
+            e.put("device_p50_ms", round(latency.device().quantileUs(0.5) / 1000));
+            e.put("device_p99_ms", round(latency.device().quantileUs(0.99) / 1000));
+            e.put("device_max_ms", round(latency.device().maxUs / 1000.0));
+        }
+        if (w.hasIostat()) {
+            e.set("iostat", iostatLine(w));
+        }
+        e.set("worst_events", worstEvents(w.events));
+        return e;
+    }
+
+    /** biolatency's layout: "lower-upper" in us → count, non-empty buckets only. */
+    static ObjectNode biolatency(Log2Histogram h) {
+        ObjectNode out = Json.object();
+        for (int i = 0; i < Log2Histogram.BUCKETS; i++) {
+            if (h.buckets[i] > 0) {
+                out.put(Log2Histogram.lowerEdgeUs(i) + "-" + (Log2Histogram.upperEdgeUs(i) - 1), h.buckets[i]);
+            }
+        }
+        return out;
+    }
+
+    static ObjectNode iostatLine(DiskWindow w) {
+        double seconds = w.iostat.intervalNs / 1e9;
+        ObjectNode line = Json.object();
+        line.put("r_per_s", round(w.iostat.readsCompleted / seconds));
+        line.put("w_per_s", round(w.iostat.writesCompleted / seconds));
+        line.put("r_await_ms", round(w.iostat.readsCompleted == 0 ? 0 : (double) w.iostat.readTimeMs / w.iostat.readsCompleted));
+        line.put("w_await_ms", round(w.iostat.writesCompleted == 0 ? 0 : (double) w.iostat.writeTimeMs / w.iostat.writesCompleted));
+        line.put("req_kib", round(w.bytesPerIo() / 1024));
+        line.put("aqu_sz", round(w.queueSize()));
+        line.put("svctm_ms", round(w.serviceMs()));
+        line.put("util_pct", round(w.utilFraction() * 100));
+        return line;
+    }
+
+    static ArrayNode worstEvents(List<IoEvent> events) {
+        ArrayNode out = Json.MAPPER.createArrayNode();
+        events.stream().sorted(Comparator.comparingLong(IoEvent::deviceNs).reversed()).limit(WORST_EVENTS)
+                .forEach(ev -> out.add(event(ev)));
+        return out;
+    }
+
+    static ObjectNode event(IoEvent ev) {
+        ObjectNode o = Json.object();
+        o.put("issue_ns", ev.issueNs);
+        o.put("device_ms", round(ev.deviceNs() / 1e6));
+        o.put("queue_ms", round(ev.queueNs / 1e6));
+        o.put("op", ev.op);
+        o.put("bytes", ev.bytes);
+        o.put("sector", ev.sector);
+        o.put("inflight", ev.inflight);
+        o.put("error", ev.error);
+        o.put("comm", ev.comm);
+        return o;
+    }
+
+    static double round(double v) {
+        return Math.round(v * 1000) / 1000.0;
+    }
+}

@@ -1,0 +1,87 @@
+package io.iopipe.jobs.detect;
+
+/**
+ * A biolatency-style histogram of latencies in microseconds: bucket i counts
+ * [2^i, 2^(i+1)) us, bucket 0 also what is under 1 us. Merging is exact, so a window
+ * built from the kernel's interval histograms counts every I/O once.
+ */
+public class Log2Histogram {
+    public static final int BUCKETS = 64;
+
+    public long[] buckets = new long[BUCKETS];
+    public long count;
+    public long sumUs;
+    public long maxUs;
+
+    public static int bucketOf(long us) {
+        return us <= 1 ? 0 : 63 - Long.numberOfLeadingZeros(us);
+    }
+
+    public static long lowerEdgeUs(int bucket) {
+        return bucket == 0 ? 0 : 1L << bucket;
+    }
+
+    public static long upperEdgeUs(int bucket) {
+        return bucket >= 62 ? Long.MAX_VALUE : 1L << (bucket + 1);
+    }
+
+    public void add(long us, long n) {
+        buckets[bucketOf(us)] += n;
+        count += n;
+        sumUs += us * n;
+        maxUs = Math.max(maxUs, us);
+    }
+
+    /** Adds one kernel interval histogram (its buckets, count, sum and max). */
+    public void addBuckets(long[] log2Buckets, long n, long sum, long max) {
+        for (int i = 0; i < log2Buckets.length && i < BUCKETS; i++) {
+            buckets[i] += log2Buckets[i];
+        }
+        count += n;
+        sumUs += sum;
+        maxUs = Math.max(maxUs, max);
+    }
+
+    public Log2Histogram merge(Log2Histogram o) {
+        addBuckets(o.buckets, o.count, o.sumUs, o.maxUs);
+        return this;
+    }
+
+    public double meanUs() {
+        return count == 0 ? 0 : (double) sumUs / count;
+    }
+
+    /** Buckets [0, last non-empty]: the biolatency-style array a record carries. */
+    public long[] trimmedBuckets() {
+        int last = BUCKETS - 1;
+        while (last >= 0 && buckets[last] == 0) {
+            last--;
+        }
+        return java.util.Arrays.copyOf(buckets, last + 1);
+    }
+
+    /**
+     * The q-quantile, interpolated log-linearly inside its bucket, so it never leaves
+     * the bucket that holds it and never exceeds the exact max.
+     */
+    public double quantileUs(double q) {
+        if (count == 0) {
+            return 0;
+        }
+        double rank = q * count;
+        long seen = 0;
+        for (int i = 0; i < BUCKETS; i++) {
+            if (buckets[i] == 0) {
+                continue;
+            }
+            if (seen + buckets[i] >= rank) {
+                double within = (rank - seen) / buckets[i];
+                double lower = Math.max(1, lowerEdgeUs(i));
+                double upper = Math.min(upperEdgeUs(i), Math.max(lower, maxUs));
+                return Math.min(lower * Math.pow(upper / lower, within), maxUs);
+            }
+            seen += buckets[i];
+        }
+        return maxUs;
+    }
+}

@@ -1,0 +1,52 @@
+package io.iopipe.jobs.detect;
+
+/**
+ * One op's latencies in one window. The kernel's histograms count every I/O; where a
+ * source sent none (a converted capture), the events' own, weighted, stand in.
+ */
+public class OpLatency {
+    public Log2Histogram device = new Log2Histogram();
+    public Log2Histogram queue = new Log2Histogram();
+    public Log2Histogram total = new Log2Histogram();
+    public long errors;
+    public Log2Histogram eventDevice = new Log2Histogram();
+    public Log2Histogram eventQueue = new Log2Histogram();
+    public Log2Histogram eventTotal = new Log2Histogram();
+    public long eventErrors;
+
+    public boolean hasKernelHistograms() {
+        return device.count > 0;
+    }
+
+    public Log2Histogram device() {
+        return hasKernelHistograms() ? device : eventDevice;
+    }
+
+    public Log2Histogram queue() {
+        return hasKernelHistograms() ? queue : eventQueue;
+    }
+
+    public Log2Histogram total() {
+        return hasKernelHistograms() ? total : eventTotal;
+    }
+
+    public long errors() {
+        return hasKernelHistograms() ? errors : eventErrors;
+    }
+
+    public long count() {
+        return device().count;
+    }
+
+    public OpLatency merge(OpLatency o) {
+        device.merge(o.device);
+        queue.merge(o.queue);
+        total.merge(o.total);
+        errors += o.errors;
+        eventDevice.merge(o.eventDevice);
+        eventQueue.merge(o.eventQueue);
+        eventTotal.merge(o.eventTotal);
+        eventErrors += o.eventErrors;
+        return this;
+    }
+}

@@ -1,0 +1,74 @@
+package io.iopipe.jobs.detect;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Optional;
+
+/**
+ * The device's parallelism is used up: latency at the current depth over the disk's
+ * own latency at a depth of one, learnt online. Past the knee, added depth only adds
+ * waiting (Little's law), so the ratio climbs with depth while throughput stays flat.
+ * %util says nothing here: a device that serves many at once reads 100% at depth one.
+ */
+public final class Saturation {
+    /** Windows whose mean depth is at most this teach the depth-one baseline. */
+    static final double QD1_MAX_DEPTH = 1.5;
+    static final long MIN_IOS = 50;
+    static final double BASELINE_ALPHA = 0.3;
+    /** Windows before the baseline is trusted. */
+    static final int MIN_BASELINE_WINDOWS = 2;
+    /** Depth from which a rise can be queueing at all. */
+    static final double MIN_DEPTH = 2.0;
+    /** Onset: two thirds of every I/O's time is waiting for the device. */
+    static final double ONSET_RATIO = 3.0;
+    /** Saturated: an order of magnitude above its own depth-one latency. */
+    static final double SATURATED_RATIO = 10.0;
+    /** Queueing stretches latency at most in proportion to depth; beyond that the device itself is slow. */
+    static final double MAX_RATIO_PER_DEPTH = 1.5;
+
+    private Saturation() {}
+
+    public static Optional<Finding> examine(DiskWindow w, DiskHistory history) {
+        double depth = w.depth();
+        double latencyUs = meanLatencyUs(w);
+        if (Double.isNaN(depth) || latencyUs <= 0 || history.qd1Windows < MIN_BASELINE_WINDOWS || depth < MIN_DEPTH) {
+            return Optional.empty();
+        }
+        double ratio = latencyUs / history.qd1LatencyUs;
+        if (ratio < ONSET_RATIO || ratio > MAX_RATIO_PER_DEPTH * depth) {
+            return Optional.empty();
+        }
+        boolean saturated = ratio >= SATURATED_RATIO;
+        ObjectNode evidence = Evidence.of(w, w.busiestOp());
+        evidence.put("level", saturated ? "saturated" : "onset");
+        evidence.put("ratio_to_qd1", Evidence.round(ratio));
+        evidence.put("latency_ms", Evidence.round(latencyUs / 1000));
+        evidence.put("qd1_latency_ms", Evidence.round(history.qd1LatencyUs / 1000));
+        evidence.put("queue_depth", Evidence.round(depth));
+        if (w.hasIostat()) {
+            evidence.put("ios_per_s", Evidence.round(w.completedPerS()));
+        }
+        String summary = String.format("%s: latency %.2f ms is %.1f× its %.3f ms at depth one, at a depth of %.0f",
+                saturated ? "saturated" : "saturation onset", latencyUs / 1000, ratio, history.qd1LatencyUs / 1000, depth);
+        return Optional.of(new Finding(Finding.Kind.SATURATION,
+                saturated ? Finding.Severity.WARNING : Finding.Severity.INFO, summary, evidence, Finding.HealthEffect.NONE));
+    }
+
+    /** Learns the depth-one latency from a window that qualifies. */
+    static void learn(DiskWindow w, DiskHistory history) {
+        double depth = w.depth();
+        long ios = w.deviceAllOps().count;
+        if (!Double.isNaN(depth) && depth <= QD1_MAX_DEPTH && ios >= MIN_IOS) {
+            history.qd1LatencyUs = DiskHistory.ewma(history.qd1LatencyUs, history.qd1Windows, meanLatencyUs(w), BASELINE_ALPHA);
+            history.qd1Windows++;
+        }
+    }
+
+    /** Device time per I/O where the kernel measured it, else await from diskstats. */
+    static double meanLatencyUs(DiskWindow w) {
+        Log2Histogram device = w.deviceAllOps();
+        if (device.count > 0) {
+            return device.meanUs();
+        }
+        return w.awaitMs() * 1000;
+    }
+}

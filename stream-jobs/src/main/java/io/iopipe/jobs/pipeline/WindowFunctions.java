@@ -1,0 +1,108 @@
+package io.iopipe.jobs.pipeline;
+
+import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.detect.OpLatency;
+import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.IoEvent;
+import java.util.Map;
+import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.util.Collector;
+
+/** The window operator's two halves: fold a disk's records in as they come, then stamp the window. */
+final class WindowFunctions {
+    private WindowFunctions() {}
+
+    static final class Accumulate implements AggregateFunction<DiskRecord, DiskWindow, DiskWindow> {
+        @Override
+        public DiskWindow createAccumulator() {
+            return new DiskWindow();
+        }
+
+        @Override
+        public DiskWindow add(DiskRecord r, DiskWindow w) {
+            w.host = r.host;
+            w.disk = r.disk;
+            if (r.delta != null) {
+                w.iostat.add(r.delta);
+            } else if (r.hist != null) {
+                addHist(w.op(r.hist.op), r.hist);
+            } else if (r.event != null) {
+                addEvent(w, r.event);
+            }
+            return w;
+        }
+
+        static void addHist(OpLatency op, HistRecord h) {
+            switch (h.latency) {
+                case "device" -> {
+                    op.device.addBuckets(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
+                    // The same errors ride on all three kinds; count them once.
+                    op.errors += h.errors;
+                }
+                case "queue" -> op.queue.addBuckets(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
+                default -> op.total.addBuckets(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
+            }
+        }
+
+        static void addEvent(DiskWindow w, IoEvent e) {
+            OpLatency op = w.op(e.op);
+            long weight = Math.round(e.sampleWeight);
+            long deviceUs = e.deviceNs() / 1000;
+            long queueUs = e.queueNs / 1000;
+            op.eventDevice.add(deviceUs, weight);
+            op.eventQueue.add(queueUs, weight);
+            op.eventTotal.add(deviceUs + queueUs, weight);
+            if (e.error != 0) {
+                op.eventErrors += weight;
+            }
+            if (w.events.size() < DiskWindow.MAX_EVENTS) {
+                w.events.add(e);
+            } else {
+                w.eventsOverCap++;
+            }
+        }
+
+        @Override
+        public DiskWindow getResult(DiskWindow w) {
+            return w;
+        }
+
+        @Override
+        public DiskWindow merge(DiskWindow a, DiskWindow b) {
+            a.host = a.host != null ? a.host : b.host;
+            a.disk = a.disk != null ? a.disk : b.disk;
+            a.iostat.merge(b.iostat);
+            for (Map.Entry<String, OpLatency> e : b.ops.entrySet()) {
+                a.op(e.getKey()).merge(e.getValue());
+            }
+            for (IoEvent e : b.events) {
+                if (a.events.size() < DiskWindow.MAX_EVENTS) {
+                    a.events.add(e);
+                } else {
+                    a.eventsOverCap++;
+                }
+            }
+            a.eventsOverCap += b.eventsOverCap;
+            return a;
+        }
+    }
+
+    static final class Stamp extends ProcessWindowFunction<DiskWindow, DiskWindow, String, TimeWindow> {
+        private final int windowSeconds;
+
+        Stamp(int windowSeconds) {
+            this.windowSeconds = windowSeconds;
+        }
+
+        @Override
+        public void process(String key, Context ctx, Iterable<DiskWindow> windows, Collector<DiskWindow> out) {
+            DiskWindow w = windows.iterator().next();
+            w.startNs = ctx.window().getStart() * 1_000_000L;
+            w.endNs = ctx.window().getEnd() * 1_000_000L;
+            w.windowSeconds = windowSeconds;
+            out.collect(w);
+        }
+    }
+}
