@@ -20,7 +20,8 @@ import org.apache.flink.util.CloseableIterator;
  * Offline mode: the live job's graph, bounded over a file of schema records (types
  * mixed, told apart by `schema`). Every output record goes to --output as NDJSON;
  * every rejected input goes to --rejects (default: OUTPUT.rejects.ndjson) with its
- * reason. Bad lines never stop the run.
+ * reason. Bad lines never stop the run. Verdicts (anomalies and health transitions)
+ * are also printed, one line each.
  */
 public final class OfflineJob {
     /** As on the session cluster: keyed state and watermarks cross subtasks as they do live. */
@@ -74,6 +75,7 @@ public final class OfflineJob {
             while (results.hasNext()) {
                 OutputRecord r = results.next();
                 boolean isReject = DeadLetters.SCHEMA.equals(r.schema);
+                Verdicts.print(r, System.out);
                 BufferedWriter to = isReject ? bad : good;
                 to.write(r.json);
                 to.newLine();

@@ -34,6 +34,36 @@ class RecordDecoderTest {
     }
 
     @Test
+    void decodesEverySharedValidHistogramAndEventExample() throws Exception {
+        for (JsonNode example : SchemaFiles.validExamples("io.hist.v1")) {
+            HistRecord h = RecordDecoder.hist(example, NOW_NS);
+            assertEquals(example.get("count").asLong(), h.count);
+        }
+        for (JsonNode example : SchemaFiles.validExamples("io.event.v1")) {
+            IoEvent e = RecordDecoder.event(example, NOW_NS);
+            assertEquals(example.get("complete_ns").asLong() - example.get("issue_ns").asLong(), e.deviceNs());
+        }
+    }
+
+    @Test
+    void rejectsEverySharedInvalidHistogramAndEventExample() {
+        for (JsonNode example : SchemaFiles.invalidExamples("io.hist.v1")) {
+            assertThrows(DecodeException.class, () -> RecordDecoder.hist(example.get("record"), NOW_NS), example.get("why").asText());
+        }
+        for (JsonNode example : SchemaFiles.invalidExamples("io.event.v1")) {
+            assertThrows(DecodeException.class, () -> RecordDecoder.event(example.get("record"), NOW_NS), example.get("why").asText());
+        }
+    }
+
+    @Test
+    void refusesAHistogramWhoseBucketsDisagreeWithItsCount() throws Exception {
+        JsonNode valid = SchemaFiles.validExamples("io.hist.v1").get(0);
+        String wrongCount = valid.toString().replace("\"count\":368", "\"count\":369");
+        DecodeException e = assertThrows(DecodeException.class, () -> RecordDecoder.hist(json(wrongCount), NOW_NS));
+        assertEquals("buckets_log2_us hold 368 I/Os but count is 369", e.getMessage());
+    }
+
+    @Test
     void olderKernelsWithoutDiscardOrFlushCountersDecodeAsZero() throws Exception {
         JsonNode oldKernel = SchemaFiles.validExamples("io.diskstats.v1").get(2);
         DiskstatsSample s = RecordDecoder.diskstats(oldKernel, "test", NOW_NS);

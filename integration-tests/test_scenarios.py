@@ -1,0 +1,95 @@
+"""The seed scenarios S1-S6 as generated agent records through `make detect`: each
+prints exactly the verdicts SCENARIOS.md lists (the "no anomaly" ones too), with the
+seeds' numbers in the evidence, and every record it writes keeps to its schema."""
+import json
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import scenarios
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMAS = {name: json.loads((REPO / f"schema/records/{name}.schema.json").read_text())
+           for name in ("io.window.v1", "io.anomaly.v1", "io.health.v1")}
+
+EXPECTED = {
+    "S1": ["anomaly failing_disk critical s1/sdb", "health s1/sdb healthy -> failing (ticket open)"],
+    "S2": ["anomaly bimodal_retries warning s2/sdc", "health s2/sdc healthy -> suspect"],
+    "S3": ["anomaly queue_ramp info s3/sd2"],
+    "S4": [],
+    "S5": ["anomaly failing_disk warning s5/sdf", "health s5/sdf healthy -> suspect"],
+    "S6": ["anomaly saturation info s6/nvme0n1", "anomaly saturation warning s6/nvme0n1"],
+}
+
+
+def detect(tmp_path, name, seed=1):
+    records = tmp_path / f"{name}.ndjson"
+    scenarios.write(name, records, seed)
+    output = tmp_path / f"{name}.out.ndjson"
+    run = subprocess.run(["make", "-s", "detect", f"INPUT={records}", f"OUTPUT={output}"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert " 0 rejected" in run.stderr, run.stderr
+    out = [json.loads(line) for line in output.read_text().splitlines()]
+    for record in out:
+        jsonschema.validate(record, SCHEMAS[record["schema"]])
+    return run.stdout.splitlines(), out
+
+
+def verdict(line):
+    """A printed verdict without its explanation, and a ticket without its id."""
+    head = line.split(":")[0]
+    return head.split(" (ticket ")[0] + (" (ticket " + head.split(" (ticket ")[1].split()[0] + ")" if " (ticket " in head else "")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_make_detect_prints_exactly_the_scenarios_verdicts(tmp_path, name):
+    printed, out = detect(tmp_path, name)
+    assert [verdict(line) for line in printed] == EXPECTED[name], "\n".join(printed)
+    anomalies = [r for r in out if r["schema"] == "io.anomaly.v1"]
+    check_evidence[name](anomalies)
+
+
+def s1(anomalies):
+    [a] = anomalies
+    assert a["evidence"]["queue_depth"] < 4 and a["evidence"]["service_ms"] > 100, a["evidence"]
+    assert a["evidence"]["iostat"]["r_per_s"] < 10 and a["evidence"]["worst_events"], a["evidence"]
+
+
+def s2(anomalies):
+    [a] = anomalies
+    assert abs(a["evidence"]["gap_ms"] - scenarios.REVOLUTION_7200_MS) < 0.5, a["evidence"]
+    assert {"rpm": 7200, "revolutions": 1, "revolution_ms": 8.333} in a["evidence"]["whole_revolutions"]
+    main, retries = a["evidence"]["modes"][:2]
+    assert 1.5 < main["median_ms"] < 2.6 and main["share"] > 0.8 and 0.02 < retries["share"] < 0.15, a["evidence"]
+
+
+def s3(anomalies):
+    [a] = anomalies
+    e = a["evidence"]
+    assert e["burst_size"] == 11 and e["dispatch_span_ms"] < 1.5, e
+    assert 13 < e["slope_ms_per_io"] < 25 and 13 < e["completion_spacing_ms"] < 25, e
+
+
+def s5(anomalies):
+    [a] = anomalies
+    assert a["evidence"]["ios_over_1s"] >= 1 and a["evidence"]["service_ms"] < 20, a["evidence"]
+
+
+def s6(anomalies):
+    onset, saturated = anomalies
+    assert onset["evidence"]["level"] == "onset" and 3 <= onset["evidence"]["ratio_to_qd1"] < 5, onset["evidence"]
+    assert saturated["evidence"]["level"] == "saturated" and saturated["evidence"]["ratio_to_qd1"] > 10
+    assert abs(onset["evidence"]["qd1_latency_ms"] - 0.14) < 0.01
+
+
+check_evidence = {"S1": s1, "S2": s2, "S3": s3, "S4": lambda anomalies: None, "S5": s5, "S6": s6}
+
+
+def test_a_replay_names_every_verdict_as_before(tmp_path):
+    _, first = detect(tmp_path, "S1")
+    _, again = detect(tmp_path, "S1")
+    ids = lambda out: sorted(r["id"] for r in out if r["schema"] in ("io.anomaly.v1", "io.health.v1"))
+    assert ids(first) == ids(again) and ids(first)
