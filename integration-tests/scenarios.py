@@ -172,6 +172,16 @@ def random_reads(rng, size, op="R", blocks=1 << 28):
     return lambda at: Io(op, size, rng.randrange(blocks) * (size // SECTOR_BYTES), at)
 
 
+def sequential_reads(size):
+    """One reader going through the disk in order, like dd."""
+    position = [0]
+
+    def next_read(at):
+        position[0] += size // SECTOR_BYTES
+        return Io("R", size, position[0], at)
+    return next_read
+
+
 def seek_and_rotate(rng, max_seek_ms, revolution_ms=REVOLUTION_7200_MS):
     """A random access: a seek across part of the disk, then half a revolution on average."""
     return rng.uniform(0.5, max_seek_ms) + rng.uniform(0, revolution_ms)
@@ -191,18 +201,12 @@ def s1(rng):
     """A dusty disk answering in 100 ms-2 s to one dd stream (two in flight with readahead),
     beside a healthy NVMe and a device-mapper volume on it."""
     seconds = 60
-    position = [0]
-
-    def sequential(at):
-        position[0] += 256
-        return Io("R", 131072, position[0], at)
-
     def dusty(io):
         if rng.random() < 0.005:
             return rng.uniform(2000, 3500)
         return rng.lognormvariate(math.log(150), 0.55)
     flash = lambda io: min(8.0, max(0.008, rng.lognormvariate(math.log(4.0), 0.6)))
-    sdb = closed_loop(SerialDisk(dusty), 2, seconds, sequential)
+    sdb = closed_loop(SerialDisk(dusty), 2, seconds, sequential_reads(131072))
     nvme = poisson(SerialDisk(flash), 20, seconds, random_reads(rng, 4096), rng)
     dm = poisson(SerialDisk(flash), 15, seconds, random_reads(rng, 4096), rng)
     return (records_of("s1", "sdb", True, sdb, seconds) + records_of("s1", "nvme0n1", False, nvme, seconds)
@@ -213,18 +217,12 @@ def s2(rng):
     """Retries: most reads take 1.57-2.55 ms; a retried one waits a whole revolution more
     per retry (8.33 ms at 7200 rpm)."""
     seconds = 90
-    position = [0]
-
-    def sequential(at):
-        position[0] += 256
-        return Io("R", 131072, position[0], at)
-
     def service(io):
         ms = rng.uniform(1.57, 2.55)
         while rng.random() < (0.08 if ms < 3 else 0.3):
             ms += REVOLUTION_7200_MS + rng.uniform(-0.1, 0.1)
         return ms
-    return records_of("s2", "sdc", True, closed_loop(SerialDisk(service), 1, seconds, sequential), seconds)
+    return records_of("s2", "sdc", True, closed_loop(SerialDisk(service), 1, seconds, sequential_reads(131072)), seconds)
 
 
 def s3(rng):

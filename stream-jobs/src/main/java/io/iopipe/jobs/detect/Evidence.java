@@ -2,6 +2,7 @@ package io.iopipe.jobs.detect;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iopipe.jobs.iostat.IostatWindow;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
 import java.util.Comparator;
@@ -48,8 +49,8 @@ final class Evidence {
         ObjectNode line = Json.object();
         line.put("r_per_s", round(w.iostat.readsCompleted / seconds));
         line.put("w_per_s", round(w.iostat.writesCompleted / seconds));
-        line.put("r_await_ms", round(w.iostat.readsCompleted == 0 ? 0 : (double) w.iostat.readTimeMs / w.iostat.readsCompleted));
-        line.put("w_await_ms", round(w.iostat.writesCompleted == 0 ? 0 : (double) w.iostat.writeTimeMs / w.iostat.writesCompleted));
+        line.put("r_await_ms", round(IostatWindow.await(w.iostat.readTimeMs, w.iostat.readsCompleted)));
+        line.put("w_await_ms", round(IostatWindow.await(w.iostat.writeTimeMs, w.iostat.writesCompleted)));
         line.put("req_kib", round(w.bytesPerIo() / 1024));
         line.put("aqu_sz", round(w.queueSize()));
         line.put("svctm_ms", round(w.serviceMs()));

@@ -78,7 +78,7 @@ public final class IostatWindow {
         return all == 0 ? 0.0 : merged * 100.0 / all;
     }
 
-    static double await(long timeMs, long completed) {
+    public static double await(long timeMs, long completed) {
         return completed == 0 ? 0.0 : (double) timeMs / completed;
     }
 
