@@ -44,7 +44,9 @@ class OfflineJobTest {
         Path output = dir.resolve("out.ndjson");
         Path rejects = dir.resolve("rejects.ndjson");
 
-        OfflineJob.Counts counts = OfflineJob.run(input, output, rejects, new Pipeline.Config());
+        Pipeline.Config tenSecondsAndAMinute = new Pipeline.Config();
+        tenSecondsAndAMinute.windowSeconds = List.of(10, 60);
+        OfflineJob.Counts counts = OfflineJob.run(input, output, rejects, tenSecondsAndAMinute);
 
         List<JsonNode> records = SchemaFiles.ndjson(output);
         assertEquals(records.size(), counts.records());

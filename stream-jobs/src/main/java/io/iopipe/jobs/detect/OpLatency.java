@@ -13,6 +13,8 @@ public class OpLatency {
     public Log2Histogram eventQueue = new Log2Histogram();
     public Log2Histogram eventTotal = new Log2Histogram();
     public long eventErrors;
+    /** Sampled events of this op, whatever they weigh. */
+    public long events;
 
     public boolean hasKernelHistograms() {
         return device.count > 0;
@@ -47,6 +49,7 @@ public class OpLatency {
         eventQueue.merge(o.eventQueue);
         eventTotal.merge(o.eventTotal);
         eventErrors += o.eventErrors;
+        events += o.events;
         return this;
     }
 }

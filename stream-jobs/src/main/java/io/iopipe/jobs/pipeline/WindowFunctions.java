@@ -15,6 +15,13 @@ final class WindowFunctions {
     private WindowFunctions() {}
 
     static final class Accumulate implements AggregateFunction<DiskRecord, DiskWindow, DiskWindow> {
+        /** Only the windows the detectors read keep events; longer ones fold them into histograms. */
+        private final boolean keepEvents;
+
+        Accumulate(boolean keepEvents) {
+            this.keepEvents = keepEvents;
+        }
+
         @Override
         public DiskWindow createAccumulator() {
             return new DiskWindow();
@@ -29,7 +36,7 @@ final class WindowFunctions {
             } else if (r.hist != null) {
                 addHist(w.op(r.hist.op), r.hist);
             } else if (r.event != null) {
-                addEvent(w, r.event);
+                addEvent(w, r.event, keepEvents);
             }
             return w;
         }
@@ -46,7 +53,7 @@ final class WindowFunctions {
             }
         }
 
-        static void addEvent(DiskWindow w, IoEvent e) {
+        static void addEvent(DiskWindow w, IoEvent e, boolean keep) {
             OpLatency op = w.op(e.op);
             long weight = Math.round(e.sampleWeight);
             long deviceUs = e.deviceNs() / 1000;
@@ -54,8 +61,12 @@ final class WindowFunctions {
             op.eventDevice.add(deviceUs, weight);
             op.eventQueue.add(queueUs, weight);
             op.eventTotal.add(deviceUs + queueUs, weight);
+            op.events++;
             if (e.error != 0) {
                 op.eventErrors += weight;
+            }
+            if (!keep) {
+                return;
             }
             if (w.events.size() < DiskWindow.MAX_EVENTS) {
                 w.events.add(e);

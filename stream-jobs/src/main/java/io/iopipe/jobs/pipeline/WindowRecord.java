@@ -13,7 +13,7 @@ import java.util.Optional;
 /**
  * io.window.v1: the iostat line of a window and, per op, its latency distributions:
  * device time (btt's D2C), queue time and their total (Q2C), each as a log2 histogram
- * with quantiles, plus the mean depth at dispatch of the sampled events.
+ * with quantiles, and how many sampled events the window holds.
  */
 final class WindowRecord {
     static final double[] QUANTILES = {0.5, 0.9, 0.99, 0.999};
@@ -30,13 +30,13 @@ final class WindowRecord {
         if (!w.ops.isEmpty()) {
             ObjectNode latency = r.putObject("latency");
             for (Map.Entry<String, OpLatency> e : w.ops.entrySet()) {
-                latency.set(e.getKey(), op(e.getValue(), w, e.getKey()));
+                latency.set(e.getKey(), op(e.getValue()));
             }
         }
         return Optional.of(new OutputRecord(IostatWindow.SCHEMA, w.key(), Json.write(r)));
     }
 
-    static ObjectNode op(OpLatency op, DiskWindow w, String name) {
+    static ObjectNode op(OpLatency op) {
         ObjectNode o = Json.object();
         o.put("count", op.count());
         o.put("errors", op.errors());
@@ -44,8 +44,7 @@ final class WindowRecord {
         o.set("device", distribution(op.device()));
         o.set("queue", distribution(op.queue()));
         o.set("total", distribution(op.total()));
-        long events = w.events.stream().filter(e -> e.op.equals(name)).count();
-        o.put("events", events);
+        o.put("events", op.events);
         return o;
     }
 
