@@ -94,6 +94,15 @@ public class DiskWindow {
         return n;
     }
 
+    /** Keeps one event, or counts it once the window holds MAX_EVENTS. */
+    public void keep(IoEvent e) {
+        if (events.size() < MAX_EVENTS) {
+            events.add(e);
+        } else {
+            eventsOverCap++;
+        }
+    }
+
     public OpLatency op(String op) {
         return ops.computeIfAbsent(op, o -> new OpLatency());
     }

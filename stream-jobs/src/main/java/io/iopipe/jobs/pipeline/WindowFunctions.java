@@ -68,11 +68,7 @@ final class WindowFunctions {
             if (!keep) {
                 return;
             }
-            if (w.events.size() < DiskWindow.MAX_EVENTS) {
-                w.events.add(e);
-            } else {
-                w.eventsOverCap++;
-            }
+            w.keep(e);
         }
 
         @Override
@@ -88,13 +84,7 @@ final class WindowFunctions {
             for (Map.Entry<String, OpLatency> e : b.ops.entrySet()) {
                 a.op(e.getKey()).merge(e.getValue());
             }
-            for (IoEvent e : b.events) {
-                if (a.events.size() < DiskWindow.MAX_EVENTS) {
-                    a.events.add(e);
-                } else {
-                    a.eventsOverCap++;
-                }
-            }
+            b.events.forEach(a::keep);
             a.eventsOverCap += b.eventsOverCap;
             return a;
         }
