@@ -1,14 +1,19 @@
 """The agent's in-kernel histograms on a real block device with a known latency shape:
 every I/O the workload issued is counted exactly once, as the kernel's own diskstats
 count it, and each lands in the log2 bucket its measured latency belongs to."""
+import contextlib
+import fcntl
 import json
+import os
+import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from faultdisk import FaultDisk, direct_writes, timed_direct_reads
+from faultdisk import FaultDisk, direct_writes, settle_udev, timed_direct_reads
 from tracing_agent import TracingAgent
 
 REPO = Path(__file__).resolve().parent.parent
@@ -90,3 +95,70 @@ def test_retries_show_as_the_modes_of_the_histogram(agent_bin):
     # The rest are scheduling hiccups of this VM, seen alike by the workload's clock.
     assert sum(buckets[b] for b in modes) >= 0.98 * 400, buckets
     assert 0.6 < buckets[11] / 400 < 0.8, buckets
+
+
+LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
+
+
+@contextlib.contextmanager
+def new_loop_disk(backing, avoid=()):
+    """A loop device created for the test and removed after it: removing frees its request
+    queue's number, which the kernel hands to the next queue created."""
+    control = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        number = next(n for n in range(900, 1000) if n not in avoid and not Path(f"/sys/block/loop{n}").exists())
+        fcntl.ioctl(control, LOOP_CTL_ADD, number)
+        device = f"/dev/loop{number}"
+        try:
+            subprocess.run(["losetup", "--direct-io=on", device, str(backing)], check=True)
+            settle_udev()
+            yield number
+        finally:
+            subprocess.run(["losetup", "-d", device], check=False)
+            for _ in range(50):  # the detach completes asynchronously
+                try:
+                    fcntl.ioctl(control, LOOP_CTL_REMOVE, number)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            # The queue's number is freed after an RCU grace period.
+            time.sleep(0.2)
+    finally:
+        os.close(control)
+
+
+def reads_on_every_cpu(device, count):
+    cpus = sorted(os.sched_getaffinity(0))
+    try:
+        for i, cpu in enumerate(cpus):
+            os.sched_setaffinity(0, {cpu})
+            timed_direct_reads(device, count // len(cpus) + (i < count % len(cpus)), first_block=i * 64)
+    finally:
+        os.sched_setaffinity(0, cpus)
+
+
+def test_a_disk_that_takes_over_a_removed_disks_request_queue_loses_none_of_its_counts(agent_bin):
+    """The kernel tables are indexed by request queue number, which a removed disk frees
+    for the next. The first disk's last reads and the second disk's first fall in one
+    agent interval: the first's counts on every CPU must retire intact, and the second's
+    start from zero."""
+    interval_s = 2.0
+    backing = Path("/dev/shm") / f"iopipe-test-{os.getpid()}.img"
+    backing.write_bytes(bytes(16 << 20))
+    try:
+        agent = TracingAgent(agent_bin, interval_ms=int(interval_s * 1000))
+        with new_loop_disk(backing) as first:
+            reads_on_every_cpu(f"/dev/loop{first}", 50)
+            time.sleep(interval_s * 1.25)  # the agent names a disk from sysfs while it exists
+            reads_on_every_cpu(f"/dev/loop{first}", 50)
+        with new_loop_disk(backing, avoid={first}) as second:
+            reads_on_every_cpu(f"/dev/loop{second}", 50)
+            time.sleep(interval_s * 1.25)
+        records = agent.stop()
+    finally:
+        backing.unlink()
+    counts = {f"loop{n}": sum(h["count"] for h in hists_of(records, f"loop{n}", "R", "device")) for n in (first, second)}
+    assert counts == {f"loop{first}": 100, f"loop{second}": 50}
+    counters = agent.counters()
+    assert counters["hists_retired"] >= 1, f"the second disk did not take the first's request queue: {counters}"
+    assert counters["retired_lost"] == 0

@@ -7,9 +7,9 @@ import time
 
 
 class TracingAgent:
-    def __init__(self, agent_bin, *args):
+    def __init__(self, agent_bin, *args, interval_ms=300):
         self.process = subprocess.Popen(
-            [str(agent_bin), "run", "--interval-ms", "300", "--host", "itest", *args],
+            [str(agent_bin), "run", "--interval-ms", str(interval_ms), "--host", "itest", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.stderr_lines = []
         self.stdout_lines = []

@@ -176,6 +176,13 @@ def agent_bpf_ns_per_io(args, device):
     return ns
 
 
+def untraced_run(device, seconds, round_number, baselines):
+    iops, _ = fio_run(device, seconds)
+    baselines.append(iops)
+    log(f"round {round_number}: no tracer {iops:,.0f} IOPS")
+    return iops
+
+
 def measure(args):
     device, backing = ram_disk(args.size_mib)
     log(f"RAM-backed device {device} over {backing} ({args.size_mib} MiB), {args.rounds} rounds of {args.seconds} s per configuration")
@@ -185,9 +192,7 @@ def measure(args):
     try:
         fio_run(device, 2)  # warm the page cache of the backing file
         for round_number in range(1, args.rounds + 1):
-            baseline, _ = fio_run(device, args.seconds)
-            baselines.append(baseline)
-            log(f"round {round_number}: no tracer {baseline:,.0f} IOPS")
+            before = untraced_run(device, args.seconds, round_number, baselines)
             for tracer in tracers(args.agent):
                 result = results[tracer.name]
                 if result["error"]:
@@ -203,6 +208,10 @@ def measure(args):
                 cpu = tracer.cpu_seconds() - cpu_before
                 result["rss"].append(tracer.peak_rss_mib())
                 tracer.stop()
+                # Against the untraced runs on either side: this VM's rate drifts by
+                # several percent from one run to the next.
+                after = untraced_run(device, args.seconds, round_number, baselines)
+                baseline, before = (before + after) / 2, after
                 result["seen"].append(tracer.ios_seen() / ios)
                 result["iops"].append(iops)
                 result["loss"].append(100 * (1 - iops / baseline))
@@ -223,10 +232,10 @@ def report(args, baselines, results):
         "",
         f"Measured {datetime.date.today().isoformat()} by `make bench` on {os.cpu_count()} CPUs, Linux {platform.release()}, "
         f"{subprocess.run(['fio', '--version'], capture_output=True, text=True).stdout.strip()}: 4 KiB random reads, io_uring, "
-        f"queue depth 32, on a loop device over a tmpfs file; {args.rounds} rounds of {args.seconds} s, each tracer against the "
-        "baseline run of its own round. Medians over rounds.",
+        f"queue depth 32, on a loop device over a tmpfs file; {args.rounds} rounds of {args.seconds} s runs, each tracer's "
+        "run between two untraced runs and compared with their mean. Medians over rounds.",
         "",
-        f"Baseline (no tracer): {median(baselines):,.0f} IOPS (rounds: {', '.join(f'{b:,.0f}' for b in baselines)}).",
+        f"Baseline (no tracer): {median(baselines):,.0f} IOPS (runs: {', '.join(f'{b:,.0f}' for b in baselines)}).",
         "",
         "| tracer | IOPS | IOPS loss vs baseline | I/Os it reported / fio's | tracer CPU, % of a core per 100k IOPS | peak RSS MiB | BPF ns per I/O |",
         "|---|---|---|---|---|---|---|",
@@ -236,7 +245,8 @@ def report(args, baselines, results):
             lines.append(f"| {name} | not runnable here: {r['error']} | | | | | |")
             continue
         bpf = f"{median(r['bpf_ns']):.0f}" if r["bpf_ns"] else "n/a"
-        lines.append(f"| {name} | {median(r['iops']):,.0f} | {median(r['loss']):.1f}% | {median(r['seen']):.3f} | {median(r['cpu_per_100k']):.2f} | "
+        rounds = ", ".join(f"{loss:.1f}" for loss in r["loss"])
+        lines.append(f"| {name} | {median(r['iops']):,.0f} | {median(r['loss']):.1f}% (rounds: {rounds}) | {median(r['seen']):.3f} | {median(r['cpu_per_100k']):.2f} | "
                      f"{median(r['rss']):.1f} | {bpf} |")
     lines += [
         "",

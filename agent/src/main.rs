@@ -158,6 +158,10 @@ struct SamplingArgs {
     /// Outliers of one disk within one second that start a flight recording.
     #[arg(long, default_value_t = 8)]
     cluster_outliers: u64,
+    /// Request queues the kernel's per-disk tables hold (0: twice the host's, at least
+    /// 64). Raise it when the agent reports disk_map_full.
+    #[arg(long, default_value_t = 0)]
+    max_disks: u32,
 }
 
 impl SamplingArgs {
@@ -175,6 +179,7 @@ impl SamplingArgs {
             budget_per_second: self.event_budget,
             recorder_ns: self.recorder_seconds.saturating_mul(1_000_000_000),
             cluster_outliers: self.cluster_outliers.max(1),
+            max_disks: self.max_disks,
         })
     }
 }

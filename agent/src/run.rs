@@ -1,7 +1,6 @@
 //! `iopipe-agent run`: every interval, a diskstats sample, the kernel's histograms and the
 //! agent's own counters; sampled events as they come.
 
-use crate::iotrace::KERNEL_COUNTERS;
 use crate::output::Sink;
 use crate::record::{DiskstatsRecord, DISKSTATS_SCHEMA};
 use crate::sampler::{self, Sample, Sampler};
@@ -180,9 +179,7 @@ impl SelfReport {
         if let Some(tracer) = tracer {
             counters.extend(tracer.counters());
             match tracer.kernel_counters() {
-                Ok(kernel) => counters.extend(
-                    kernel.iter().zip(KERNEL_COUNTERS.iter()).map(|((name, value), (_, help))| Counter::new(name, *value, help)),
-                ),
+                Ok(kernel) => counters.extend(kernel.iter().map(|(name, value, help)| Counter::new(name, *value, help))),
                 Err(err) => eprintln!("iopipe-agent: reading the BPF counters: {err:#}"),
             }
         }

@@ -31,6 +31,13 @@ pub fn device_name(sys_root: &Path, major: u32, minor: u32) -> Option<String> {
     uevent.lines().find_map(|line| line.strip_prefix("DEVNAME=")).map(str::to_string)
 }
 
+/// Request queues the kernel has now, at least: one per whole disk (`/sys/block`) and
+/// one per SCSI device (`/sys/class/scsi_device`; a disk's is counted twice, which errs
+/// on the side of room).
+pub fn request_queues(sys_root: &Path) -> usize {
+    ["block", "class/scsi_device"].iter().filter_map(|dir| fs::read_dir(sys_root.join(dir)).ok()).map(Iterator::count).sum()
+}
+
 /// What a disk says it is, where sysfs tells: the model and serial a ticket names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Identity {

@@ -2,7 +2,7 @@
 //! sampled events as io.event.v1, and each disk's sampling settings kept up to date
 //! from its own recent distribution.
 
-use crate::iotrace::{status_errno, Attachment, DiskId, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
+use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
 use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::telemetry::Counter;
@@ -44,8 +44,9 @@ pub struct TracerStats {
 
 impl Tracer {
     pub fn attach(host: &str, sys_root: &Path, sampling: SamplingConfig, outlier_quantile: f64, only_raw_tp: bool) -> Result<Self> {
-        let trace = IoTrace::attach(&sampling, only_raw_tp)?;
-        eprintln!("iopipe-agent: tracing block I/O ({:?})", trace.attachment);
+        let disk_table = disk_table_size(sampling.max_disks, sysfs::request_queues(sys_root));
+        let trace = IoTrace::attach(&sampling, disk_table, only_raw_tp)?;
+        eprintln!("iopipe-agent: tracing block I/O ({:?}, request queues numbered below {disk_table})", trace.attachment);
         Ok(Tracer {
             trace,
             host: host.to_string(),
@@ -198,7 +199,7 @@ impl Tracer {
     }
 
     /// The kernel's counters by name, summed over CPUs.
-    pub fn kernel_counters(&self) -> Result<Vec<(&'static str, u64)>> {
+    pub fn kernel_counters(&self) -> Result<Vec<(&'static str, u64, &'static str)>> {
         self.trace.counters()
     }
 }

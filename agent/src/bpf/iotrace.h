@@ -35,10 +35,13 @@ struct hist {
 	unsigned long long sum_us;
 };
 
-/* One disk's histograms on one CPU, cumulative since attach: the agent reports
- * differences, so counts are exact. max_us holds the largest latency of the interval
- * whose number is in max_interval (see the global `interval`). */
+/* One disk's histograms on one CPU, cumulative since the disk first completed an I/O
+ * there: the agent reports differences, so counts are exact. max_us holds the largest
+ * latency of the interval whose number is in max_interval (see the global `interval`).
+ * The tables are indexed by request queue, so each copy names the disk it counts
+ * (0:0 for none yet): a queue number freed by one disk can go to another. */
 struct disk_hists {
+	struct disk_key disk;
 	struct hist hist[OPS][LATENCY_KINDS];
 	unsigned long long max_us[OPS][LATENCY_KINDS];
 	unsigned long long max_interval[OPS][LATENCY_KINDS];
@@ -55,9 +58,17 @@ struct tag_slot {
 	unsigned int inflight; /* requests in flight on the disk at dispatch, this one included */
 } __attribute__((aligned(64)));
 
-/* Written by the BPF programs only. */
+/* The key of a CPU's retired histograms of a disk (see struct disk_hists). */
+struct retired_key {
+	struct disk_key disk;
+	unsigned int cpu;
+};
+
+/* Written by the BPF programs only. `owner` is the disk using this request queue's
+ * entry (major << 32 | minor; 0 before its first I/O). */
 struct disk_state {
-	long long inflight __attribute__((aligned(64)));
+	unsigned long long owner __attribute__((aligned(64)));
+	long long inflight;
 	unsigned long long recorder_until_ns; /* flight recorder started by an outlier cluster */
 	unsigned long long second;            /* the ktime second the two budgets below count */
 	unsigned long long events_in_second;
@@ -102,7 +113,7 @@ struct event {
 enum bpf_counter {
 	COUNTER_UNTRACKED = 0,        /* completions of requests dispatched before we attached */
 	COUNTER_PARTIAL = 1,          /* partial completions (the request goes on) */
-	COUNTER_DISK_MAP_FULL = 2,    /* I/Os of disks beyond MAX_DISKS: not counted */
+	COUNTER_DISK_MAP_FULL = 2,    /* I/Os of request queues numbered beyond the tables: not counted */
 	COUNTER_TAG_COLLISIONS = 3,   /* dispatches whose tag slot was taken: their completion has no inflight/comm */
 	COUNTER_OTHER_OPS = 4,        /* zone, write-zeroes and driver ops: not read/write/discard/flush */
 	COUNTER_ERRORS = 5,           /* completions carrying an error */
@@ -112,7 +123,9 @@ enum bpf_counter {
 	COUNTER_DROPPED_OUTLIERS = 9, /* of which outliers */
 	COUNTER_DROPPED_RINGBUF = 10, /* sampled events the full ring buffer refused */
 	COUNTER_RECORDER_STARTS = 11, /* flight recordings started by an outlier cluster */
-	COUNTERS = 12,
+	COUNTER_RETIRED = 12,         /* CPU copies of a disk's histograms retired: another disk took over its request queue */
+	COUNTER_RETIRED_LOST = 13,    /* of which found no room to retire: their counts are lost */
+	COUNTERS = 14,
 };
 
 #endif
