@@ -4,10 +4,10 @@ import java.util.HashMap;
 import java.util.Map;
 
 /** `--name value` command-line options; a missing required one names itself. */
-final class Args {
+public final class Args {
     private final Map<String, String> values = new HashMap<>();
 
-    Args(String[] argv) {
+    public Args(String[] argv) {
         for (int i = 0; i < argv.length; i++) {
             if (!argv[i].startsWith("--") || i + 1 >= argv.length) {
                 throw new IllegalArgumentException("expected --name value pairs, got: " + String.join(" ", argv));
@@ -16,7 +16,7 @@ final class Args {
         }
     }
 
-    String required(String name) {
+    public String required(String name) {
         String v = values.get(name);
         if (v == null) {
             throw new IllegalArgumentException("missing --" + name);
@@ -24,7 +24,11 @@ final class Args {
         return v;
     }
 
-    String get(String name, String fallback) {
+    public String get(String name, String fallback) {
         return values.getOrDefault(name, fallback);
+    }
+
+    public boolean has(String name) {
+        return values.containsKey(name);
     }
 }

@@ -37,6 +37,18 @@ public final class KafkaIo {
                 .build();
     }
 
+    /** One topic from its start to the end it had when the job started; for benchmarks. */
+    public static KafkaSource<RawRecord> boundedSource(String brokers, String topic) {
+        return KafkaSource.<RawRecord>builder()
+                .setBootstrapServers(brokers)
+                .setGroupId("bench-" + System.nanoTime())
+                .setTopics(topic)
+                .setStartingOffsets(OffsetsInitializer.earliest())
+                .setBounded(OffsetsInitializer.latest())
+                .setDeserializer(new WithSource())
+                .build();
+    }
+
     /** One sink for everything the graph emits: each record goes to its schema's topic, keyed host/disk. */
     public static KafkaSink<OutputRecord> sink(String brokers) {
         return KafkaSink.<OutputRecord>builder()

@@ -11,14 +11,14 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
 
 /** The window operator's two halves: fold a disk's records in as they come, then stamp the window. */
-final class WindowFunctions {
+public final class WindowFunctions {
     private WindowFunctions() {}
 
-    static final class Accumulate implements AggregateFunction<DiskRecord, DiskWindow, DiskWindow> {
+    public static final class Accumulate implements AggregateFunction<DiskRecord, DiskWindow, DiskWindow> {
         /** Only the windows the detectors read keep events; longer ones fold them into histograms. */
         private final boolean keepEvents;
 
-        Accumulate(boolean keepEvents) {
+        public Accumulate(boolean keepEvents) {
             this.keepEvents = keepEvents;
         }
 

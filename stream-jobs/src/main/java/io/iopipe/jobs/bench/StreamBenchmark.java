@@ -1,0 +1,308 @@
+package io.iopipe.jobs.bench;
+
+import io.iopipe.jobs.detect.DiskDetector;
+import io.iopipe.jobs.detect.DiskHistory;
+import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.io.KafkaIo;
+import io.iopipe.jobs.iostat.DiskstatsDelta;
+import io.iopipe.jobs.iostat.IostatWindow;
+import io.iopipe.jobs.records.DeadLetters;
+import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.pipeline.DiskRecord;
+import io.iopipe.jobs.pipeline.Pipeline;
+import io.iopipe.jobs.pipeline.WindowFunctions;
+import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.RawRecord;
+import io.iopipe.jobs.records.RecordDecoder;
+import io.iopipe.jobs.Args;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.serialization.SerializerConfigImpl;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Throughput of the whole job graph against a plain Kafka consumer, over the same topic
+ * in the same run, and the keyed state a disk costs.
+ *
+ * A fleet's records (FleetRecords) go into a fresh topic; a plain consumer reads them all
+ * (bytes, nothing else done), then the live job's graph (decode, event time, diskstats
+ * deltas, 10 s windows, detectors) reads them as a bounded Kafka source on a local
+ * cluster of PARALLELISM slots. Each rate is records over the time from the first record
+ * read to the last one processed.
+ *
+ * Options: --brokers, --disks (default 3000), --seconds (of fleet time, default 60),
+ * --rounds (default 3), --out (results file).
+ */
+public final class StreamBenchmark {
+    static final int PARALLELISM = 2;
+    static final int PARTITIONS = 2;
+
+    private StreamBenchmark() {}
+
+    public static void main(String[] argv) throws Exception {
+        Args args = new Args(argv);
+        String brokers = args.get("brokers", "127.0.0.1:9092");
+        int disks = Integer.parseInt(args.get("disks", "3000"));
+        int seconds = Integer.parseInt(args.get("seconds", "60"));
+        int rounds = Integer.parseInt(args.get("rounds", "3"));
+        String topic = "iopipe-bench-" + Long.toHexString(System.nanoTime());
+        long records = produce(brokers, topic, disks, seconds);
+        List<Double> plain = new ArrayList<>();
+        List<Double> job = new ArrayList<>();
+        for (int round = 1; round <= rounds; round++) {
+            plain.add(plainConsumerRate(brokers, topic, records));
+            say("round %d: plain consumer %,.0f records/s", round, plain.get(plain.size() - 1));
+            job.add(jobRate(brokers, topic, records));
+            say("round %d: job graph %,.0f records/s", round, job.get(job.size() - 1));
+        }
+        StateBytes state = stateBytesPerDisk(seconds);
+        String report = report(disks, seconds, records, plain, job, state);
+        System.out.println(report);
+        if (args.has("out")) {
+            Files.writeString(Path.of(args.get("out", "")), report);
+            say("wrote %s", args.get("out", ""));
+        }
+    }
+
+    static void say(String format, Object... values) {
+        System.err.printf("[bench] " + format + "%n", values);
+    }
+
+    static long produce(String brokers, String topic, int disks, int seconds) throws Exception {
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers))) {
+            admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
+        }
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        AtomicLong sent = new AtomicLong();
+        say("producing %d disks x %d s of records into %s", disks, seconds, topic);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            FleetRecords.generate(disks, seconds, 1, json -> {
+                JsonNode n = parse(json);
+                byte[] key = (n.get("host").asText() + "/" + n.get("disk").asText()).getBytes(StandardCharsets.UTF_8);
+                producer.send(new ProducerRecord<>(topic, key, json.getBytes(StandardCharsets.UTF_8)));
+                if (sent.incrementAndGet() % 500_000 == 0) {
+                    say("produced %,d records", sent.get());
+                }
+            });
+        }
+        say("produced %,d records", sent.get());
+        return sent.get();
+    }
+
+    private static JsonNode parse(String json) {
+        try {
+            return Json.parseObject(json);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Records per second of a KafkaConsumer reading the topic from its start, doing nothing else. */
+    static double plainConsumerRate(String brokers, String topic, long records) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, "plain-" + System.nanoTime());
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        long read = 0;
+        long firstNs = 0;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            consumer.subscribe(List.of(topic));
+            while (read < records) {
+                ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofSeconds(1));
+                if (firstNs == 0 && !batch.isEmpty()) {
+                    firstNs = System.nanoTime();
+                }
+                read += batch.count();
+            }
+        }
+        return read / ((System.nanoTime() - firstNs) / 1e9);
+    }
+
+    /** When the graph decoded its first record: the local cluster runs in this JVM. */
+    static final AtomicLong FIRST_RECORD_NS = new AtomicLong();
+
+    static final class StampFirst implements MapFunction<RawRecord, RawRecord> {
+        @Override
+        public RawRecord map(RawRecord r) {
+            if (FIRST_RECORD_NS.get() == 0) {
+                FIRST_RECORD_NS.compareAndSet(0, System.nanoTime());
+            }
+            return r;
+        }
+    }
+
+    /** Records per second of the live job's graph over the whole topic, as a bounded source. */
+    static double jobRate(String brokers, String topic, long records) throws Exception {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(PARALLELISM);
+        DataStream<RawRecord> input = env
+                .fromSource(KafkaIo.boundedSource(brokers, topic), WatermarkStrategy.noWatermarks(), "bench topic")
+                .map(new StampFirst()).name("stamp first record");
+        Pipeline.build(input, new Pipeline.Config()).map(new CountOutputs()).name("count outputs")
+                .sinkTo(new DiscardingSink<>()).name("discard");
+        FIRST_RECORD_NS.set(0);
+        WINDOWS.set(0);
+        DEAD_LETTERS.set(0);
+        env.execute("iopipe bench");
+        double rate = records / ((System.nanoTime() - FIRST_RECORD_NS.get()) / 1e9);
+        // A graph that rejected its input would be measuring the wrong thing.
+        if (DEAD_LETTERS.get() > 0 || WINDOWS.get() == 0) {
+            throw new IllegalStateException(DEAD_LETTERS.get() + " dead letters and " + WINDOWS.get()
+                    + " windows: the benchmark's records are not what the job expects");
+        }
+        say("%,d windows, no dead letters", WINDOWS.get());
+        return rate;
+    }
+
+    static final AtomicLong WINDOWS = new AtomicLong();
+    static final AtomicLong DEAD_LETTERS = new AtomicLong();
+
+    static final class CountOutputs implements MapFunction<OutputRecord, OutputRecord> {
+        @Override
+        public OutputRecord map(OutputRecord r) {
+            if (DeadLetters.SCHEMA.equals(r.schema)) {
+                DEAD_LETTERS.incrementAndGet();
+            } else if (IostatWindow.SCHEMA.equals(r.schema)) {
+                WINDOWS.incrementAndGet();
+            }
+            return r;
+        }
+    }
+
+    record StateBytes(long detector, long window, long lastSample) {
+        long total() {
+            return detector + window + lastSample;
+        }
+    }
+
+    /**
+     * The keyed state of one disk once its detectors have learnt their baselines: its
+     * detector history, one open 10 s window, and its last diskstats sample, each as the
+     * job's state serializers write it.
+     */
+    static StateBytes stateBytesPerDisk(int seconds) throws Exception {
+        Map<String, List<DiskRecord>> byWindow = new HashMap<>();
+        DiskstatsSample[] previous = new DiskstatsSample[1];
+        FleetRecords.generate(1, Math.max(seconds, 600), 7, json -> {
+            JsonNode n = parse(json);
+            DiskRecord record = decode(n, previous);
+            if (record != null) {
+                long window = record.tsNs / 10_000_000_000L;
+                byWindow.computeIfAbsent(Long.toString(window), w -> new ArrayList<>()).add(record);
+            }
+        });
+        WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(true);
+        DiskHistory history = new DiskHistory();
+        DiskWindow last = null;
+        for (String key : byWindow.keySet().stream().sorted((a, b) -> Long.compare(Long.parseLong(a), Long.parseLong(b))).toList()) {
+            DiskWindow w = accumulate.createAccumulator();
+            for (DiskRecord r : byWindow.get(key)) {
+                accumulate.add(r, w);
+            }
+            long start = Long.parseLong(key) * 10_000_000_000L;
+            w.startNs = start;
+            w.endNs = start + 10_000_000_000L;
+            w.windowSeconds = 10;
+            DiskDetector.onWindow(w, history);
+            last = w;
+        }
+        return new StateBytes(serializedBytes(DiskHistory.class, history), serializedBytes(DiskWindow.class, last),
+                serializedBytes(DiskstatsSample.class, previous[0]));
+    }
+
+    private static DiskRecord decode(JsonNode n, DiskstatsSample[] previous) {
+        try {
+            if (DiskstatsSample.SCHEMA.equals(RecordDecoder.schemaOf(n))) {
+                DiskstatsSample s = RecordDecoder.diskstats(n, "bench", s0());
+                DiskstatsSample before = previous[0];
+                previous[0] = s;
+                return before == null ? null : DiskRecord.of(DiskstatsDelta.between(before, s));
+            }
+            return DiskRecord.of(RecordDecoder.hist(n, s0()));
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static long s0() {
+        return FleetRecords.START_NS + 86_400_000_000_000L;
+    }
+
+    static <T> long serializedBytes(Class<T> type, T value) throws Exception {
+        DataOutputSerializer out = new DataOutputSerializer(4096);
+        TypeInformation.of(type).createSerializer(new SerializerConfigImpl()).serialize(value, out);
+        return out.length();
+    }
+
+    static String report(int disks, int seconds, long records, List<Double> plain, List<Double> job, StateBytes state) {
+        double plainMedian = median(plain);
+        double jobMedian = median(job);
+        int cores = Runtime.getRuntime().availableProcessors();
+        return String.join("\n",
+                "# Stream jobs: throughput of the job graph and state per disk",
+                "",
+                "Measured " + LocalDate.now() + " by `make bench` on " + cores + " CPUs (Java " + Runtime.version().feature()
+                        + ", Flink local cluster, parallelism " + PARALLELISM + "; Kafka in a container on the same machine): "
+                        + String.format("%,d", records) + " records of " + disks + " disks over " + seconds + " s "
+                        + "(per disk and second one io.diskstats.v1 and io.hist.v1 device, queue and total for reads and writes; "
+                        + "HDDs, SATA SSDs and NVMe in equal numbers) in one topic of " + PARTITIONS + " partitions. "
+                        + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then with the live job's graph "
+                        + "(decode, event time, diskstats deltas, 10 s windows, detectors) as a bounded source. Medians over rounds.",
+                "",
+                "| reader | records/s | records/s per core | vs plain consumer |",
+                "|---|---|---|---|",
+                String.format("| plain KafkaConsumer | %,.0f (rounds: %s) | %,.0f | 1.00 |", plainMedian, rounds(plain), plainMedian / cores),
+                String.format("| job graph | %,.0f (rounds: %s) | %,.0f | %.2f |", jobMedian, rounds(job), jobMedian / cores,
+                        jobMedian / plainMedian),
+                "",
+                String.format("Keyed state per disk, as the job's serializers write it: %,d bytes (detector history %,d, one open "
+                        + "10 s window %,d, last diskstats sample %,d).", state.total(), state.detector(), state.window(), state.lastSample()),
+                "",
+                "Per core: records/s divided by the machine's CPUs; the job and Kafka share them. Goal: >= 100k records/s per core.",
+                "",
+                "Rerun: `make bench-jobs` (starts Kafka in a container), or `make bench` for every benchmark.",
+                "");
+    }
+
+    private static String rounds(List<Double> values) {
+        return String.join(", ", values.stream().map(v -> String.format("%,.0f", v)).toList());
+    }
+
+    private static double median(List<Double> values) {
+        List<Double> sorted = values.stream().sorted().toList();
+        int n = sorted.size();
+        return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+    }
+}
