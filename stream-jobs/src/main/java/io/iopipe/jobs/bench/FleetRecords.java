@@ -7,7 +7,7 @@ import io.iopipe.jobs.records.Json;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.function.Consumer;
+import java.util.function.BiConsumer;
 
 /**
  * What a fleet's agents send every second, per disk: an io.diskstats.v1 sample and, for
@@ -29,8 +29,8 @@ final class FleetRecords {
 
     private FleetRecords() {}
 
-    /** Every record of `disks` disks over `seconds`, in time order, to `sink` as JSON text. */
-    static void generate(int disks, int seconds, long seed, Consumer<String> sink) {
+    /** Every record of `disks` disks over `seconds`, in time order, to `sink` as (host/disk, JSON text). */
+    static void generate(int disks, int seconds, long seed, BiConsumer<String, String> sink) {
         SplittableRandom random = new SplittableRandom(seed);
         List<DiskstatsSample> totals = new ArrayList<>();
         for (int d = 0; d < disks; d++) {
@@ -59,14 +59,14 @@ final class FleetRecords {
                 s.writeTimeMs += writeUs / 1000;
                 s.ioTimeMs += Math.min(1000, (readUs + writeUs) / 1000);
                 s.weightedIoTimeMs += (readUs + writeUs) / 1000;
-                sink.accept(s.toJson());
+                sink.accept(s.key(), s.toJson());
             }
         }
     }
 
     /** Device, queue and total histograms of one op's second; returns the device time in us. */
     private static long emitHists(DiskstatsSample disk, String op, long count, double meanUs, long endNs,
-                                  SplittableRandom random, Consumer<String> sink) {
+                                  SplittableRandom random, BiConsumer<String, String> sink) {
         if (count == 0) {
             return 0;
         }
@@ -91,11 +91,11 @@ final class FleetRecords {
         }
         device[mode] += count - placed;
         long sumUs = drawnUs * count / draws;
-        sink.accept(hist(disk, op, "device", endNs, device, count, sumUs, maxUs));
+        sink.accept(disk.key(), hist(disk, op, "device", endNs, device, count, sumUs, maxUs));
         long[] queue = new long[HistRecord.MAX_BUCKETS];
         queue[2] = count; // a few us between allocation and dispatch
-        sink.accept(hist(disk, op, "queue", endNs, queue, count, 5 * count, 7));
-        sink.accept(hist(disk, op, "total", endNs, device, count, sumUs + 5 * count, maxUs + 7));
+        sink.accept(disk.key(), hist(disk, op, "queue", endNs, queue, count, 5 * count, 7));
+        sink.accept(disk.key(), hist(disk, op, "total", endNs, device, count, sumUs + 5 * count, maxUs + 7));
         return sumUs;
     }
 

@@ -23,10 +23,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
@@ -64,6 +64,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class StreamBenchmark {
     static final int PARALLELISM = 2;
     static final int PARTITIONS = 2;
+    /** The detectors' window, as the live job runs it. */
+    static final long WINDOW_NS = 10_000_000_000L;
 
     private StreamBenchmark() {}
 
@@ -108,10 +110,8 @@ public final class StreamBenchmark {
         AtomicLong sent = new AtomicLong();
         say("producing %d disks x %d s of records into %s", disks, seconds, topic);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
-            FleetRecords.generate(disks, seconds, 1, json -> {
-                JsonNode n = parse(json);
-                byte[] key = (n.get("host").asText() + "/" + n.get("disk").asText()).getBytes(StandardCharsets.UTF_8);
-                producer.send(new ProducerRecord<>(topic, key, json.getBytes(StandardCharsets.UTF_8)));
+            FleetRecords.generate(disks, seconds, 1, (key, json) -> {
+                producer.send(new ProducerRecord<>(topic, key.getBytes(StandardCharsets.UTF_8), json.getBytes(StandardCharsets.UTF_8)));
                 if (sent.incrementAndGet() % 500_000 == 0) {
                     say("produced %,d records", sent.get());
                 }
@@ -213,28 +213,25 @@ public final class StreamBenchmark {
      * job's state serializers write it.
      */
     static StateBytes stateBytesPerDisk(int seconds) throws Exception {
-        Map<String, List<DiskRecord>> byWindow = new HashMap<>();
+        TreeMap<Long, List<DiskRecord>> byWindow = new TreeMap<>();
         DiskstatsSample[] previous = new DiskstatsSample[1];
-        FleetRecords.generate(1, Math.max(seconds, 600), 7, json -> {
-            JsonNode n = parse(json);
-            DiskRecord record = decode(n, previous);
+        FleetRecords.generate(1, Math.max(seconds, 600), 7, (key, json) -> {
+            DiskRecord record = decode(parse(json), previous);
             if (record != null) {
-                long window = record.tsNs / 10_000_000_000L;
-                byWindow.computeIfAbsent(Long.toString(window), w -> new ArrayList<>()).add(record);
+                byWindow.computeIfAbsent(record.tsNs / WINDOW_NS, w -> new ArrayList<>()).add(record);
             }
         });
         WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(true);
         DiskHistory history = new DiskHistory();
         DiskWindow last = null;
-        for (String key : byWindow.keySet().stream().sorted((a, b) -> Long.compare(Long.parseLong(a), Long.parseLong(b))).toList()) {
+        for (Map.Entry<Long, List<DiskRecord>> window : byWindow.entrySet()) {
             DiskWindow w = accumulate.createAccumulator();
-            for (DiskRecord r : byWindow.get(key)) {
+            for (DiskRecord r : window.getValue()) {
                 accumulate.add(r, w);
             }
-            long start = Long.parseLong(key) * 10_000_000_000L;
-            w.startNs = start;
-            w.endNs = start + 10_000_000_000L;
-            w.windowSeconds = 10;
+            w.startNs = window.getKey() * WINDOW_NS;
+            w.endNs = w.startNs + WINDOW_NS;
+            w.windowSeconds = (int) (WINDOW_NS / 1_000_000_000L);
             DiskDetector.onWindow(w, history);
             last = w;
         }
@@ -245,18 +242,19 @@ public final class StreamBenchmark {
     private static DiskRecord decode(JsonNode n, DiskstatsSample[] previous) {
         try {
             if (DiskstatsSample.SCHEMA.equals(RecordDecoder.schemaOf(n))) {
-                DiskstatsSample s = RecordDecoder.diskstats(n, "bench", s0());
+                DiskstatsSample s = RecordDecoder.diskstats(n, "bench", decodedAtNs());
                 DiskstatsSample before = previous[0];
                 previous[0] = s;
                 return before == null ? null : DiskRecord.of(DiskstatsDelta.between(before, s));
             }
-            return DiskRecord.of(RecordDecoder.hist(n, s0()));
+            return DiskRecord.of(RecordDecoder.hist(n, decodedAtNs()));
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
     }
 
-    private static long s0() {
+    /** A decoding clock a day past the records: none is from the future. */
+    private static long decodedAtNs() {
         return FleetRecords.START_NS + 86_400_000_000_000L;
     }
 
