@@ -118,7 +118,7 @@ pub struct DiskSettings {
     pub cluster_outliers: u64,
 }
 
-#[derive(Clone, Default, PartialEq, Debug)]
+#[derive(Clone, Default)]
 struct Totals {
     slots: [[[u64; MAX_SLOTS]; LATENCY_KINDS]; OPS],
     sum_us: [[u64; LATENCY_KINDS]; OPS],
