@@ -154,11 +154,17 @@ def histogram(host, disk, op, kind, start_ns, end_ns, latencies_us, errors=0, we
     buckets = [0] * 64
     for us in latencies_us:
         buckets[0 if us <= 1 else us.bit_length() - 1] += weight
+    return trimmed({"schema": "io.hist.v1", "host": host, "disk": disk, "op": op, "start_ns": start_ns,
+                    "end_ns": end_ns, "latency": kind, "buckets_log2_us": buckets, "count": len(latencies_us) * weight,
+                    "sum_us": sum(latencies_us) * weight, "max_us": max(latencies_us, default=0), "errors": errors})
+
+
+def trimmed(hist):
+    """Without trailing empty buckets, as the agent sends histograms."""
+    buckets = hist["buckets_log2_us"]
     while len(buckets) > 1 and buckets[-1] == 0:
         buckets.pop()
-    return {"schema": "io.hist.v1", "host": host, "disk": disk, "op": op, "start_ns": start_ns, "end_ns": end_ns,
-            "latency": kind, "buckets_log2_us": buckets, "count": len(latencies_us) * weight,
-            "sum_us": sum(latencies_us) * weight, "max_us": max(latencies_us, default=0), "errors": errors}
+    return hist
 
 
 def event(host, disk, io):
@@ -315,16 +321,13 @@ def s6_diskstats(t, totals, in_flight):
 SCENARIOS = {"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6}
 
 
+def time_of(record):
+    """When what a record describes ended: the event time the job windows it by."""
+    return record.get("ts_ns") or record.get("end_ns") or record["complete_ns"]
+
+
 def generate(name, seed=1):
-    records = SCENARIOS[name](random.Random(seed))
-    time_of = lambda r: r.get("ts_ns") or r.get("end_ns") or r["complete_ns"]
-    return sorted(records, key=time_of)
-
-
-def write(name, path, seed=1):
-    with open(path, "w") as f:
-        for record in generate(name, seed):
-            f.write(json.dumps(record, separators=(",", ":")) + "\n")
+    return sorted(SCENARIOS[name](random.Random(seed)), key=time_of)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+import fleet
 import scenarios
 
 REPO = Path(__file__).resolve().parent.parent
-SCHEMAS = {name: json.loads((REPO / f"schema/records/{name}.schema.json").read_text())
-           for name in ("io.window.v1", "io.anomaly.v1", "io.health.v1")}
+VALIDATORS = {name: jsonschema.Draft202012Validator(json.loads((REPO / f"schema/records/{name}.schema.json").read_text()))
+              for name in ("io.window.v1", "io.anomaly.v1", "io.health.v1")}
 
 EXPECTED = {
     "S1": ["anomaly failing_disk critical s1/sdb", "health s1/sdb healthy -> failing (ticket open)"],
@@ -24,17 +25,21 @@ EXPECTED = {
 }
 
 
-def detect(tmp_path, name, seed=1):
-    records = tmp_path / f"{name}.ndjson"
-    scenarios.write(name, records, seed)
+def detect(tmp_path, name, seed=1, records=None):
+    """`make detect` over a scenario's records (or the ones given): its printed verdicts
+    and the records it wrote, each checked against its schema."""
+    path = tmp_path / f"{name}.ndjson"
+    with open(path, "w") as f:
+        for record in records if records is not None else scenarios.generate(name, seed):
+            f.write(json.dumps(record, separators=(",", ":")) + "\n")
     output = tmp_path / f"{name}.out.ndjson"
-    run = subprocess.run(["make", "-s", "detect", f"INPUT={records}", f"OUTPUT={output}"],
+    run = subprocess.run(["make", "-s", "detect", f"INPUT={path}", f"OUTPUT={output}"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert " 0 rejected" in run.stderr, run.stderr
     out = [json.loads(line) for line in output.read_text().splitlines()]
     for record in out:
-        jsonschema.validate(record, SCHEMAS[record["schema"]])
+        VALIDATORS[record["schema"]].validate(record)
     return run.stdout.splitlines(), out
 
 
@@ -93,3 +98,14 @@ def test_a_replay_names_every_verdict_as_before(tmp_path):
     _, again = detect(tmp_path, "S1")
     ids = lambda out: sorted(r["id"] for r in out if r["schema"] in ("io.anomaly.v1", "io.health.v1"))
     assert ids(first) == ids(again) and ids(first)
+
+
+def test_a_mixed_fleet_raises_the_pathologies_verdicts_and_nothing_on_its_healthy_disks(tmp_path):
+    """Hundreds of healthy disks of every kind (HDDs at 5400-15k rpm, with caches, streaming;
+    SSDs with GC stalls; NVMe below its knee; idle disks) beside each scenario's disks."""
+    healthy = 240
+    printed, out = detect(tmp_path, "fleet", records=fleet.mixed_fleet(healthy, 150))
+    expected = sorted(line for lines in EXPECTED.values() for line in lines)
+    assert sorted(verdict(line) for line in printed) == expected, "\n".join(printed)
+    windowed = {r["host"] + "/" + r["disk"] for r in out if r["schema"] == "io.window.v1" and r["host"].startswith("fleet-")}
+    assert len(windowed) == healthy, "every healthy disk must have been judged, window by window"
