@@ -82,7 +82,7 @@ down:
 
 detect:
 	@test -n "$(INPUT)" -a -n "$(OUTPUT)" || { echo "usage: make detect INPUT=records.ndjson OUTPUT=out.ndjson [REJECTS=file]"; exit 2; }
-	@$(MAKE) -s $(JOB_JAR)
+	@$(MAKE) -s $(JOB_JAR) >&2  # stdout carries the verdicts only
 	@stream-jobs/bin/iopipe-detect --input "$(INPUT)" --output "$(OUTPUT)" $(if $(REJECTS),--rejects "$(REJECTS)")
 
 bench: bench-agent bench-jobs

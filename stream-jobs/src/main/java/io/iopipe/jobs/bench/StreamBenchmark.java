@@ -227,7 +227,9 @@ public final class StreamBenchmark {
         for (Map.Entry<Long, List<DiskRecord>> window : byWindow.entrySet()) {
             DiskWindow w = accumulate.createAccumulator();
             for (DiskRecord r : window.getValue()) {
-                accumulate.add(r, w);
+                if (w.firstSeen(r.identity())) {
+                    accumulate.add(r, w);
+                }
             }
             w.startNs = window.getKey() * WINDOW_NS;
             w.endNs = w.startNs + WINDOW_NS;

@@ -4,8 +4,10 @@ import io.iopipe.jobs.iostat.IostatSums;
 import io.iopipe.jobs.records.IoEvent;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -27,6 +29,8 @@ public class DiskWindow {
     public Map<String, OpLatency> ops = new TreeMap<>();
     public List<IoEvent> events = new ArrayList<>();
     public long eventsOverCap;
+    /** Identities of the records folded in while the window is open: a resent one is merged once. */
+    public Set<Long> seen = new HashSet<>();
 
     public String key() {
         return host + "/" + disk;
@@ -101,6 +105,16 @@ public class DiskWindow {
         } else {
             eventsOverCap++;
         }
+    }
+
+    /** Whether a record of this identity is new to the window; remembers it. */
+    public boolean firstSeen(long identity) {
+        return seen.add(identity);
+    }
+
+    /** A closed window takes no more records: what it saw need not travel on. */
+    public void forgetWhatWasSeen() {
+        seen = new HashSet<>();
     }
 
     public OpLatency op(String op) {

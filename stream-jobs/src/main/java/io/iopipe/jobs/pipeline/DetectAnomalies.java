@@ -13,13 +13,13 @@ import org.apache.flink.util.Collector;
 
 /**
  * Per disk: the detectors over its windows, in event-time order, with what they learnt
- * kept as keyed state. A disk silent for {@code forgetAfterMs} of event time is
+ * kept as keyed state. A disk silent for {@code forgetAfterMs} of wall-clock time is
  * forgotten: no state or timer outlives it.
  */
 public class DetectAnomalies extends KeyedProcessFunction<String, DiskWindow, OutputRecord> {
     private final long forgetAfterMs;
     private transient ValueState<DiskHistory> history;
-    private transient ValueState<Long> forgetAtMs;
+    private transient Silence silence;
     private transient Counter anomalies;
     private transient Counter forgotten;
 
@@ -30,7 +30,7 @@ public class DetectAnomalies extends KeyedProcessFunction<String, DiskWindow, Ou
     @Override
     public void open(OpenContext openContext) {
         history = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-history", DiskHistory.class));
-        forgetAtMs = getRuntimeContext().getState(new ValueStateDescriptor<>("forget-at-ms", Long.class));
+        silence = new Silence(getRuntimeContext());
         anomalies = getRuntimeContext().getMetricGroup().counter("detector_records_total");
         forgotten = getRuntimeContext().getMetricGroup().counter("disks_forgotten_total");
     }
@@ -46,19 +46,17 @@ public class DetectAnomalies extends KeyedProcessFunction<String, DiskWindow, Ou
             anomalies.inc();
         }
         history.update(h);
-        Long previous = forgetAtMs.value();
-        if (previous != null) {
-            ctx.timerService().deleteEventTimeTimer(previous);
-        }
-        long at = w.endNs / 1_000_000L + forgetAfterMs;
-        ctx.timerService().registerEventTimeTimer(at);
-        forgetAtMs.update(at);
+        silence.heard(ctx.timerService(), forgetAfterMs);
     }
 
     @Override
-    public void onTimer(long timestamp, OnTimerContext ctx, Collector<OutputRecord> out) {
-        history.clear();
-        forgetAtMs.clear();
-        forgotten.inc();
+    public void onTimer(long timestamp, OnTimerContext ctx, Collector<OutputRecord> out) throws Exception {
+        if (silence.silentForMs(ctx.timerService()) >= forgetAfterMs) {
+            history.clear();
+            silence.clear();
+            forgotten.inc();
+        } else {
+            silence.checkAfterLastHeard(ctx.timerService(), forgetAfterMs);
+        }
     }
 }

@@ -55,6 +55,17 @@ public class DiskRecord {
         return r;
     }
 
+    /** What makes two copies of this record one record (an agent's resend), folded to 64 bits. */
+    public long identity() {
+        if (hist != null) {
+            return Fingerprint.of(hist.op.hashCode(), hist.latency.hashCode(), hist.startNs, hist.endNs);
+        }
+        if (event != null) {
+            return Fingerprint.of(event.op.hashCode(), event.sector, event.issueNs, event.completeNs);
+        }
+        return delta != null ? Fingerprint.of(0, 0, delta.startNs, delta.endNs) : Fingerprint.of(1, 0, sample.tsNs, 0);
+    }
+
     /** What a dead letter of this record says it was. */
     public String describe() {
         String what = sample != null ? "diskstats sample" : delta != null ? "diskstats delta" : hist != null ? "histogram" : "event";

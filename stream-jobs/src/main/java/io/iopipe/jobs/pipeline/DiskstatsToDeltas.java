@@ -13,13 +13,13 @@ import org.apache.flink.util.Collector;
 /**
  * Per disk: turns consecutive cumulative samples into deltas. Keeps only the disk's
  * last sample, and forgets it when the disk has been silent for {@code idleMs} of
- * event time (a disk that disappears leaves no state behind).
+ * wall-clock time (a disk that disappears leaves no state behind).
  */
 public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskstatsSample, DiskstatsDelta> {
     static final String STAGE = "stream-jobs/diskstats-deltas";
     private final long idleMs;
     private transient ValueState<DiskstatsSample> lastSample;
-    private transient ValueState<Long> cleanupAtMs;
+    private transient Silence silence;
     private transient Counter duplicates;
     private transient Counter outOfOrder;
     private transient Counter counterResets;
@@ -31,7 +31,7 @@ public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskstatsSam
     @Override
     public void open(OpenContext openContext) {
         lastSample = getRuntimeContext().getState(new ValueStateDescriptor<>("last-sample", DiskstatsSample.class));
-        cleanupAtMs = getRuntimeContext().getState(new ValueStateDescriptor<>("cleanup-at-ms", Long.class));
+        silence = new Silence(getRuntimeContext());
         duplicates = getRuntimeContext().getMetricGroup().counter("diskstats_duplicates_total");
         outOfOrder = getRuntimeContext().getMetricGroup().counter("diskstats_out_of_order_total");
         counterResets = getRuntimeContext().getMetricGroup().counter("diskstats_counter_resets_total");
@@ -60,24 +60,16 @@ public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskstatsSam
                 }
             }
         }
-        rescheduleCleanup(ctx, lastSample.value().tsNs / 1_000_000L + idleMs);
-    }
-
-    private void rescheduleCleanup(Context ctx, long atMs) throws Exception {
-        Long scheduled = cleanupAtMs.value();
-        if (scheduled != null && scheduled == atMs) {
-            return;
-        }
-        if (scheduled != null) {
-            ctx.timerService().deleteEventTimeTimer(scheduled);
-        }
-        ctx.timerService().registerEventTimeTimer(atMs);
-        cleanupAtMs.update(atMs);
+        silence.heard(ctx.timerService(), idleMs);
     }
 
     @Override
-    public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskstatsDelta> out) {
-        lastSample.clear();
-        cleanupAtMs.clear();
+    public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskstatsDelta> out) throws Exception {
+        if (silence.silentForMs(ctx.timerService()) >= idleMs) {
+            lastSample.clear();
+            silence.clear();
+        } else {
+            silence.checkAfterLastHeard(ctx.timerService(), idleMs);
+        }
     }
 }

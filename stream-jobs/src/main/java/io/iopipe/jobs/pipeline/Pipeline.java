@@ -11,13 +11,11 @@ import java.io.Serializable;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
@@ -41,8 +39,12 @@ public final class Pipeline {
          * sends 10 s windows only until it can hold both.
          */
         public List<Integer> windowSeconds = List.of(10);
+        /** How far behind its latest record a disk's clock stays, for records that overtake each other. */
         public Duration outOfOrderness = Duration.ofSeconds(5);
-        public Duration sourceIdleness = Duration.ofMinutes(1);
+        /** How long a disk's clock waits for a kind of record (diskstats, histograms) it stopped hearing. */
+        public Duration kindIdleness = Duration.ofSeconds(10);
+        /** A disk silent this long on the wall clock has its open windows closed. */
+        public Duration diskIdleness = Duration.ofMinutes(1);
         public Duration diskForgottenAfter = Duration.ofMinutes(10);
     }
 
@@ -55,13 +57,9 @@ public final class Pipeline {
     public static DataStream<OutputRecord> build(DataStream<RawRecord> input, Config config) {
         SingleOutputStreamOperator<DiskRecord> decoded = input
                 .process(new DecodeRecords()).name("decode records").uid("decode-records");
-        SingleOutputStreamOperator<DiskRecord> timed = decoded
-                .assignTimestampsAndWatermarks(WatermarkStrategy
-                        .<DiskRecord>forBoundedOutOfOrderness(config.outOfOrderness)
-                        .withTimestampAssigner((r, previous) -> r.tsNs / 1_000_000L)
-                        .withIdleness(config.sourceIdleness))
-                .name("event time").uid("event-time");
-        SingleOutputStreamOperator<DiskRecord> deltas = timed
+        // No watermarks: each disk keeps its own event-time clock (DiskWindows). The final
+        // watermark of a bounded input still closes every window.
+        SingleOutputStreamOperator<DiskRecord> deltas = decoded
                 .filter(r -> r.sample != null).name("diskstats samples").uid("diskstats-samples")
                 .map(r -> r.sample).returns(DiskstatsSample.class).name("unwrap samples").uid("unwrap-samples")
                 .keyBy(DiskstatsSample::key)
@@ -69,16 +67,14 @@ public final class Pipeline {
                 .name("diskstats deltas").uid("diskstats-deltas")
                 .map(DiskRecord::of).returns(DiskRecord.class).name("wrap deltas").uid("wrap-deltas");
         DataStream<DiskRecord> measures = deltas.union(
-                timed.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
+                decoded.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
         boolean first = true;
         for (int seconds : config.windowSeconds) {
             SingleOutputStreamOperator<DiskWindow> windows = measures
                     .keyBy(DiskRecord::key)
-                    .window(TumblingEventTimeWindows.of(Duration.ofSeconds(seconds)))
-                    .sideOutputLateData(LATE_RECORDS)
-                    .aggregate(new WindowFunctions.Accumulate(first), new WindowFunctions.Stamp(seconds))
+                    .process(new DiskWindows(seconds, first, config))
                     .name(seconds + "s windows").uid("windows-" + seconds + "s");
             DataStream<OutputRecord> records = windows
                     .flatMap((DiskWindow w, Collector<OutputRecord> c) -> WindowRecord.of(w).ifPresent(c::collect))

@@ -6,11 +6,8 @@ import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
 import java.util.Map;
 import org.apache.flink.api.common.functions.AggregateFunction;
-import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
-import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
-import org.apache.flink.util.Collector;
 
-/** The window operator's two halves: fold a disk's records in as they come, then stamp the window. */
+/** How a disk's records fold into its window as they come. */
 public final class WindowFunctions {
     private WindowFunctions() {}
 
@@ -87,23 +84,6 @@ public final class WindowFunctions {
             b.events.forEach(a::keep);
             a.eventsOverCap += b.eventsOverCap;
             return a;
-        }
-    }
-
-    static final class Stamp extends ProcessWindowFunction<DiskWindow, DiskWindow, String, TimeWindow> {
-        private final int windowSeconds;
-
-        Stamp(int windowSeconds) {
-            this.windowSeconds = windowSeconds;
-        }
-
-        @Override
-        public void process(String key, Context ctx, Iterable<DiskWindow> windows, Collector<DiskWindow> out) {
-            DiskWindow w = windows.iterator().next();
-            w.startNs = ctx.window().getStart() * 1_000_000L;
-            w.endNs = ctx.window().getEnd() * 1_000_000L;
-            w.windowSeconds = windowSeconds;
-            out.collect(w);
         }
     }
 }

@@ -105,13 +105,17 @@ class DiskstatsToDeltasTest {
     }
 
     @Test
-    void aDiskThatFallsSilentLeavesNoStateOrTimers() throws Exception {
+    void aDiskThatFallsSilentOnTheWallClockLeavesNoStateOrTimers() throws Exception {
+        harness.setProcessingTime(0);
         feed(sample(FIRST_SAMPLE_MS, 100));
+        harness.setProcessingTime(ONE_SECOND_MS);
         feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
-        assertEquals(1, harness.numEventTimeTimers());
-        assertTrue(harness.numKeyedStateEntries() > 0);
-        harness.processWatermark(FIRST_SAMPLE_MS + ONE_SECOND_MS + DISK_FORGOTTEN_AFTER_MS);
-        assertEquals(0, harness.numEventTimeTimers());
+        assertEquals(1, harness.numProcessingTimeTimers(), "one timer per disk, not one per sample");
+        harness.setProcessingTime(DISK_FORGOTTEN_AFTER_MS);
+        assertTrue(harness.numKeyedStateEntries() > 0, "heard from a second later: not silent long enough yet");
+        assertEquals(1, harness.numProcessingTimeTimers());
+        harness.setProcessingTime(ONE_SECOND_MS + DISK_FORGOTTEN_AFTER_MS);
+        assertEquals(0, harness.numProcessingTimeTimers());
         assertEquals(0, harness.numKeyedStateEntries());
     }
 }

@@ -1,0 +1,55 @@
+package io.iopipe.jobs.pipeline;
+
+/**
+ * One disk's event-time clock. Its records come by three paths (diskstats, histograms,
+ * events: separate topics, read at their own pace, and diskstats through one more
+ * operator), so the clock follows the slowest of the kinds an agent sends every
+ * interval, as a Flink watermark follows its slowest input, and like one it stops
+ * waiting for a kind that has been idle on the wall clock for {@code kindIdleMs}: a disk
+ * whose I/O stopped sends no histograms, but its diskstats go on. A kind still far
+ * behind but arriving (a topic read behind the others after an outage) is waited for.
+ * A kind not heard yet is waited for that long from the disk's first record. Events are
+ * samples and never hold the clock back.
+ */
+public class DiskClock {
+    static final long NONE = Long.MIN_VALUE;
+
+    public long diskstatsMs = NONE;
+    public long histMs = NONE;
+    public long eventsMs = NONE;
+    /** Wall-clock ms each kind, and the disk, were first or last heard from. */
+    public long diskstatsHeardAtMs = NONE;
+    public long histHeardAtMs = NONE;
+    public long firstHeardAtMs = NONE;
+    /** Every window ending at or before this is closed: the clock never goes back. */
+    public long closedThroughMs = NONE;
+
+    void saw(DiskRecord r, long tsMs, long nowMs) {
+        if (firstHeardAtMs == NONE) {
+            firstHeardAtMs = nowMs;
+        }
+        if (r.hist != null) {
+            histMs = Math.max(histMs, tsMs);
+            histHeardAtMs = nowMs;
+        } else if (r.event != null) {
+            eventsMs = Math.max(eventsMs, tsMs);
+        } else {
+            diskstatsMs = Math.max(diskstatsMs, tsMs);
+            diskstatsHeardAtMs = nowMs;
+        }
+    }
+
+    /** Up to where windows may close now: the slowest kind waited for, less the out-of-orderness. */
+    long watermark(long outOfOrdernessMs, long kindIdleMs, long nowMs) {
+        long latest = Math.max(diskstatsMs, Math.max(histMs, eventsMs));
+        long slowest = Math.min(latest, waitedFor(diskstatsMs, diskstatsHeardAtMs, kindIdleMs, nowMs));
+        slowest = Math.min(slowest, waitedFor(histMs, histHeardAtMs, kindIdleMs, nowMs));
+        return slowest == NONE ? NONE : slowest - outOfOrdernessMs;
+    }
+
+    /** How far a kind holds the clock back: where it has reached while it is waited for, else not at all. */
+    private long waitedFor(long reachedMs, long heardAtMs, long kindIdleMs, long nowMs) {
+        long since = reachedMs == NONE ? firstHeardAtMs : heardAtMs;
+        return nowMs - since < kindIdleMs ? reachedMs : Long.MAX_VALUE;
+    }
+}

@@ -1,0 +1,155 @@
+package io.iopipe.jobs.pipeline;
+
+import io.iopipe.jobs.detect.DiskWindow;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.streaming.api.TimeDomain;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.util.Collector;
+
+/**
+ * Per disk, tumbling event-time windows on the disk's own clock ({@link DiskClock}):
+ * how far its records have come, less the allowed out-of-orderness. A host whose clock
+ * runs ahead or behind moves only its own disks' windows; with one watermark per Kafka
+ * partition it would make every other host in that partition late, or hold them back.
+ *
+ * <p>A record for a window the disk's clock has passed is late (a side output, then a
+ * dead letter). A histogram or event already in its window (a resend) is counted and
+ * merged once. A disk silent for {@code idleMs} of wall-clock time has its open windows
+ * closed; silent for {@code forgetAfterMs}, it is forgotten. At the end of a bounded
+ * input (the final watermark) every open window closes.
+ */
+public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
+    private final int windowSeconds;
+    private final long lengthMs;
+    private final long outOfOrdernessMs;
+    private final long kindIdleMs;
+    private final long idleMs;
+    private final long forgetAfterMs;
+    private final WindowFunctions.Accumulate accumulate;
+    private transient MapState<Long, DiskWindow> open;
+    private transient ValueState<DiskClock> clock;
+    private transient Silence silence;
+    private transient Counter duplicates;
+    private transient Counter closedIdle;
+
+    public DiskWindows(int windowSeconds, boolean keepEvents, Pipeline.Config config) {
+        this.windowSeconds = windowSeconds;
+        this.lengthMs = windowSeconds * 1000L;
+        this.outOfOrdernessMs = config.outOfOrderness.toMillis();
+        this.kindIdleMs = config.kindIdleness.toMillis();
+        this.idleMs = config.diskIdleness.toMillis();
+        this.forgetAfterMs = config.diskForgottenAfter.toMillis();
+        this.accumulate = new WindowFunctions.Accumulate(keepEvents);
+    }
+
+    @Override
+    public void open(OpenContext openContext) {
+        open = getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
+        clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
+        silence = new Silence(getRuntimeContext());
+        duplicates = getRuntimeContext().getMetricGroup().counter("records_duplicate_total");
+        closedIdle = getRuntimeContext().getMetricGroup().counter("windows_closed_idle_total");
+    }
+
+    @Override
+    public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
+        // Checked every kindIdleMs while it speaks: a kind holding the clock back may have gone idle.
+        silence.heard(ctx.timerService(), kindIdleMs);
+        long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
+        long startMs = tsMs - Math.floorMod(tsMs, lengthMs);
+        DiskClock c = clock();
+        if (startMs + lengthMs <= c.closedThroughMs) {
+            ctx.output(Pipeline.LATE_RECORDS, r);
+            return;
+        }
+        DiskWindow w = open.get(startMs);
+        if (w == null) {
+            w = accumulate.createAccumulator();
+            // Fires only with the final watermark of a bounded input: the disk's own clock closes windows before.
+            ctx.timerService().registerEventTimeTimer(startMs + lengthMs - 1);
+        }
+        if (w.firstSeen(r.identity())) {
+            open.put(startMs, accumulate.add(r, w));
+        } else {
+            duplicates.inc();
+        }
+        long nowMs = ctx.timerService().currentProcessingTime();
+        c.saw(r, tsMs, nowMs);
+        advance(c, nowMs, ctx, out);
+    }
+
+    /** Moves the disk's clock to its watermark now and closes the windows it passed. */
+    private void advance(DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out) throws Exception {
+        long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, nowMs);
+        if (watermark > c.closedThroughMs) {
+            c.closedThroughMs = watermark;
+            closeUpTo(watermark, ctx, out);
+        }
+        clock.update(c);
+    }
+
+    private DiskClock clock() throws Exception {
+        DiskClock c = clock.value();
+        return c == null ? new DiskClock() : c;
+    }
+
+    /** Emits, in time order, every open window that ends at or before `clock`. */
+    private void closeUpTo(long clock, Context ctx, Collector<DiskWindow> out) throws Exception {
+        List<Long> due = new ArrayList<>();
+        for (Long startMs : open.keys()) {
+            if (startMs + lengthMs <= clock) {
+                due.add(startMs);
+            }
+        }
+        due.sort(null);
+        for (long startMs : due) {
+            ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
+            out.collect(stamped(open.get(startMs), startMs));
+            open.remove(startMs);
+        }
+    }
+
+    private DiskWindow stamped(DiskWindow w, long startMs) {
+        w.startNs = startMs * 1_000_000L;
+        w.endNs = (startMs + lengthMs) * 1_000_000L;
+        w.windowSeconds = windowSeconds;
+        w.forgetWhatWasSeen();
+        return w;
+    }
+
+    @Override
+    public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
+        if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
+            closeUpTo(timestamp + 1, ctx, out);
+            return;
+        }
+        long silentMs = silence.silentForMs(ctx.timerService());
+        if (silentMs >= idleMs && !open.isEmpty()) {
+            // The disk went quiet: close what it sent, and move its clock past it so a straggler is late, not a second window.
+            long lastEndMs = 0;
+            for (Long startMs : open.keys()) {
+                lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
+            }
+            DiskClock c = clock();
+            c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
+            clock.update(c);
+            closeUpTo(lastEndMs, ctx, out);
+            closedIdle.inc();
+        } else if (!open.isEmpty()) {
+            advance(clock(), timestamp, ctx, out);
+        }
+        if (silentMs >= forgetAfterMs) {
+            clock.clear();
+            silence.clear();
+        } else {
+            silence.checkAfterLastHeard(ctx.timerService(), open.isEmpty() ? forgetAfterMs : silentMs + kindIdleMs);
+        }
+    }
+}

@@ -1,0 +1,172 @@
+package io.iopipe.jobs.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.iostat.DiskstatsDelta;
+import io.iopipe.jobs.records.HistRecord;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class DiskWindowsTest {
+    static final long T0_MS = 1_763_700_000_000L;
+    static final long SECOND_MS = 1_000L;
+    static final long HOUR_MS = 3_600_000L;
+
+    private final Pipeline.Config config = new Pipeline.Config();
+    private KeyedOneInputStreamOperatorTestHarness<String, DiskRecord, DiskWindow> harness;
+
+    @BeforeEach
+    void open() throws Exception {
+        config.outOfOrderness = Duration.ofSeconds(5);
+        config.diskIdleness = Duration.ofMinutes(1);
+        config.diskForgottenAfter = Duration.ofMinutes(10);
+        config.kindIdleness = Duration.ofSeconds(10);
+        harness = new KeyedOneInputStreamOperatorTestHarness<>(
+                new KeyedProcessOperator<>(new DiskWindows(10, true, config)), DiskRecord::key, Types.STRING);
+        harness.setProcessingTime(0);
+        harness.open();
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        harness.close();
+    }
+
+    /** One second of `count` reads of 4-8 ms, ending at `endMs`. */
+    private static DiskRecord reads(String host, long endMs, long count) {
+        HistRecord h = new HistRecord();
+        h.host = host;
+        h.disk = "sdb";
+        h.op = "R";
+        h.latency = "device";
+        h.startNs = (endMs - SECOND_MS) * 1_000_000L;
+        h.endNs = endMs * 1_000_000L;
+        h.bucketsLog2Us = new long[13];
+        h.bucketsLog2Us[12] = count;
+        h.count = count;
+        h.sumUs = count * 6_000;
+        h.maxUs = 7_000;
+        return DiskRecord.of(h);
+    }
+
+    /** A diskstats delta of one second ending at `endMs`. */
+    private static DiskRecord diskstats(String host, long endMs, long reads) {
+        DiskstatsDelta d = new DiskstatsDelta();
+        d.host = host;
+        d.disk = "sdb";
+        d.startNs = (endMs - SECOND_MS) * 1_000_000L;
+        d.endNs = endMs * 1_000_000L;
+        d.readsCompleted = reads;
+        return DiskRecord.of(d);
+    }
+
+    /** What an agent sends for a disk each second: its diskstats and its histograms. */
+    private void second(String host, long endMs, long reads) throws Exception {
+        feed(diskstats(host, endMs, reads));
+        feed(reads(host, endMs, reads));
+    }
+
+    private void feed(DiskRecord r) throws Exception {
+        harness.processElement(new StreamRecord<>(r, r.tsNs / 1_000_000L));
+    }
+
+    private List<String> windows() {
+        return harness.extractOutputValues().stream()
+                .map(w -> w.key() + "@" + (w.startNs / 1_000_000L - T0_MS) / SECOND_MS + "s:" + w.op("R").count()).toList();
+    }
+
+    private int late() {
+        ConcurrentLinkedQueue<StreamRecord<DiskRecord>> late = harness.getSideOutput(Pipeline.LATE_RECORDS);
+        return late == null ? 0 : late.size();
+    }
+
+    @Test
+    void aHostWhoseClockRunsAnHourAheadMakesNoOtherHostLate() throws Exception {
+        for (long s = 1; s <= 9; s++) {
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+            second("skewed", T0_MS + HOUR_MS + s * SECOND_MS, 3);
+        }
+        for (long s = 10; s <= 16; s++) {
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        assertEquals(0, late(), "the skewed host's clock is its own");
+        assertEquals(List.of("web-1/sdb@0s:90"), windows(), "web-1's clock (16 s - 5 s) closed its first window");
+        second("skewed", T0_MS + HOUR_MS + 16 * SECOND_MS, 3);
+        assertEquals(List.of("web-1/sdb@0s:90", "skewed/sdb@3600s:27"), windows());
+    }
+
+    @Test
+    void aResentHistogramIsCountedOnce() throws Exception {
+        feed(reads("web-1", T0_MS + SECOND_MS, 10));
+        feed(reads("web-1", T0_MS + SECOND_MS, 10));
+        feed(reads("web-1", T0_MS + 2 * SECOND_MS, 10));
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("web-1/sdb@0s:20"), windows());
+    }
+
+    @Test
+    void aRecordForAWindowItsDisksClockPassedIsLateNotDropped() throws Exception {
+        second("web-1", T0_MS + 21 * SECOND_MS, 10);
+        second("web-1", T0_MS + 3 * SECOND_MS, 10);
+        second("web-1", T0_MS + 17 * SECOND_MS, 10);
+        assertEquals(2, late(), "3 s is behind its disk's clock (21 s - 5 s): its 0-10 s window was done");
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("web-1/sdb@10s:10", "web-1/sdb@20s:10"), windows(), "17 s is within the out-of-orderness");
+    }
+
+    @Test
+    void aSilentDiskHasItsWindowsClosedThenIsForgottenWithItsTimers() throws Exception {
+        feed(reads("web-1", T0_MS + SECOND_MS, 10));
+        harness.setProcessingTime(config.diskIdleness.toMillis());
+        assertEquals(List.of("web-1/sdb@0s:10"), windows(), "closed once the disk went quiet");
+        feed(reads("web-1", T0_MS + 2 * SECOND_MS, 10));
+        assertEquals(1, late(), "a straggler for a closed window is late, never a second window");
+        harness.setProcessingTime(config.diskIdleness.toMillis() + config.diskForgottenAfter.toMillis());
+        assertEquals(0, harness.numKeyedStateEntries(), "a disk gone for good leaves no state");
+        assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers(), "nor timers");
+    }
+
+    @Test
+    void theEndOfABoundedInputClosesEveryWindowInOrder() throws Exception {
+        feed(reads("web-1", T0_MS + 12 * SECOND_MS, 4));
+        feed(reads("web-1", T0_MS + 9 * SECOND_MS, 5));
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("web-1/sdb@0s:5", "web-1/sdb@10s:4"), windows());
+    }
+
+    @Test
+    void histogramsRacingAheadOfTheDisksDiskstatsWaitForThem() throws Exception {
+        for (long s = 1; s <= 25; s++) {
+            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        assertEquals(List.of(), windows(), "diskstats have not come: the clock waits for them");
+        for (long s = 1; s <= 25; s++) {
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        assertEquals(0, late());
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100"), windows());
+        assertEquals(90, harness.extractOutputValues().get(0).iostat.readsCompleted);
+    }
+
+    @Test
+    void aKindQuietOnTheWallClockIsNoLongerWaitedFor() throws Exception {
+        feed(reads("web-1", T0_MS + SECOND_MS, 10));
+        for (long s = 1; s <= 20; s++) {
+            harness.setProcessingTime(s * SECOND_MS);
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 1));
+        }
+        assertEquals(List.of("web-1/sdb@0s:10"), windows(),
+                "the disk's I/O stopped at 1 s; its diskstats went on to 20 s, and its histograms were not waited for after "
+                        + config.kindIdleness.toSeconds() + " s");
+    }
+}
