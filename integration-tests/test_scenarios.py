@@ -109,3 +109,20 @@ def test_a_mixed_fleet_raises_the_pathologies_verdicts_and_nothing_on_its_health
     assert sorted(verdict(line) for line in printed) == expected, "\n".join(printed)
     windowed = {r["host"] + "/" + r["disk"] for r in out if r["schema"] == "io.window.v1" and r["host"].startswith("fleet-")}
     assert len(windowed) == healthy, "every healthy disk must have been judged, window by window"
+
+
+def test_windows_hold_exact_quantiles_and_queue_depth_when_every_io_is_an_event(tmp_path):
+    """S2 sends every I/O as an event: its windows' quantiles are exact and say so, and
+    its reader's one request in flight shows; S6 (histograms only) interpolates."""
+    _, out = detect(tmp_path, "S2")
+    reads = [r["latency"]["R"] for r in out if r["schema"] == "io.window.v1" and "R" in r.get("latency", {})]
+    assert reads and all(r["quantiles"] == "every_io" for r in reads), reads[:1]
+    for r in reads:
+        device = sorted(us for us in (r["device"]["p50_us"], r["device"]["p90_us"], r["device"]["p99_us"]))
+        assert [r["device"]["p50_us"], r["device"]["p90_us"], r["device"]["p99_us"]] == device
+        assert 1570 <= r["device"]["p50_us"] <= 2550, r["device"]  # the seed's main mode, not a bucket's edge
+        assert r["device"]["p99_us"] <= r["device"]["max_us"]
+        assert r["inflight_mean"] == 1.0, r
+    _, out = detect(tmp_path, "S6")
+    reads = [r["latency"]["R"] for r in out if r["schema"] == "io.window.v1" and "R" in r.get("latency", {})]
+    assert reads and all(r["quantiles"] == "log2_buckets" and "inflight_mean" not in r for r in reads)

@@ -19,6 +19,8 @@ public class DiskWindow {
     public static final int MAX_EVENTS = 20_000;
     static final double MS_PER_S = 1000.0;
     static final double NS_PER_MS = 1e6;
+    /** The sample_reason of a capture that sends every I/O. */
+    static final String EVERY_IO = "all";
 
     public String host;
     public String disk;
@@ -127,20 +129,30 @@ public class DiskWindow {
                 .map(Map.Entry::getKey).orElse("R");
     }
 
-    /** The events of one op, when they are every I/O of it in this window (not a sample). */
+    /**
+     * The events of one op, when they are every I/O of it in this window (not a sample):
+     * a capture of every I/O says so (sample_reason "all"); events sampled otherwise
+     * (a flight recording, outliers) are every I/O only if none weighs more than one
+     * and they are at least as many as the histograms counted.
+     */
     public List<IoEvent> fullCapture(String op) {
         List<IoEvent> mine = new ArrayList<>();
+        boolean declaredEvery = true;
         for (IoEvent e : events) {
             if (e.op.equals(op)) {
                 if (e.sampleWeight != 1.0) {
                     return List.of();
                 }
+                declaredEvery &= EVERY_IO.equals(e.sampleReason);
                 mine.add(e);
             }
         }
+        if (eventsOverCap > 0 || mine.isEmpty()) {
+            return List.of();
+        }
         OpLatency latency = ops.get(op);
         long count = latency == null ? 0 : latency.count();
-        return eventsOverCap == 0 && mine.size() >= count ? mine : List.of();
+        return declaredEvery || mine.size() >= count ? mine : List.of();
     }
 
     /** Mean in-flight depth at dispatch of the events that know it; NaN if none does. */

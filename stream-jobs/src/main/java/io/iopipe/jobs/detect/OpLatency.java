@@ -15,6 +15,9 @@ public class OpLatency {
     public long eventErrors;
     /** Sampled events of this op, whatever they weigh. */
     public long events;
+    /** Σ weight × in-flight depth at dispatch, and Σ weight, over the events that know their depth. */
+    public double eventDepthSum;
+    public double eventDepthWeight;
 
     public boolean hasKernelHistograms() {
         return device.count > 0;
@@ -36,6 +39,11 @@ public class OpLatency {
         return hasKernelHistograms() ? errors : eventErrors;
     }
 
+    /** Mean requests in flight at dispatch, counting each I/O itself; NaN when no event knew. */
+    public double meanInflight() {
+        return eventDepthWeight == 0 ? Double.NaN : eventDepthSum / eventDepthWeight;
+    }
+
     public long count() {
         return device().count;
     }
@@ -50,6 +58,8 @@ public class OpLatency {
         eventTotal.merge(o.eventTotal);
         eventErrors += o.eventErrors;
         events += o.events;
+        eventDepthSum += o.eventDepthSum;
+        eventDepthWeight += o.eventDepthWeight;
         return this;
     }
 }

@@ -59,6 +59,10 @@ public final class WindowFunctions {
             op.eventQueue.add(queueUs, weight);
             op.eventTotal.add(deviceUs + queueUs, weight);
             op.events++;
+            if (e.inflight > 0) {
+                op.eventDepthSum += e.inflight * e.sampleWeight;
+                op.eventDepthWeight += e.sampleWeight;
+            }
             if (e.error != 0) {
                 op.eventErrors += weight;
             }
