@@ -25,13 +25,13 @@ QUERY_BY_HAND = """\
 curl -s http://127.0.0.1:8123/ --data-binary "
   SELECT window_start, host, disk, round(reads_per_s, 1) AS r_s, round(writes_per_s, 1) AS w_s,
          round(write_await_ms, 2) AS w_await, round(queue_size, 2) AS aqu_sz, round(util_pct, 1) AS util
-  FROM iopipe.windows FINAL ORDER BY window_start DESC, disk LIMIT 20 FORMAT PrettyCompact"
+  FROM iopipe.windows FINAL WHERE window_s = 10 ORDER BY window_start DESC, disk LIMIT 20 FORMAT PrettyCompact"
 """
 
 
 def print_new_windows(clickhouse, shown):
     """Prints the windows not printed yet; `shown` holds (host, disk, window_start_ns) keys."""
-    sql = f"SELECT window_start_ns, {', '.join(COLUMNS)} FROM iopipe.windows FINAL ORDER BY window_start_ns, host, disk"
+    sql = f"SELECT window_start_ns, {', '.join(COLUMNS)} FROM iopipe.windows FINAL WHERE window_s = 10 ORDER BY window_start_ns, host, disk"
     for start_ns, start, host, disk, *numbers in clickhouse.rows(sql):
         if (host, disk, start_ns) in shown:
             continue
@@ -68,8 +68,8 @@ def main():
         scratch.parent.rmdir()
         _, agent_log = agent.communicate()
     stack.say(agent_log.strip().splitlines()[-1] if agent_log.strip() else "agent exited")
-    (count, disks), = clickhouse.rows("SELECT count(), uniqExact(host, disk) FROM iopipe.windows FINAL")
-    stack.say(f"{count} windows of {disks} disks stored in ClickHouse table iopipe.windows")
+    (count, disks), = clickhouse.rows("SELECT count(), uniqExact(host, disk) FROM iopipe.windows FINAL WHERE window_s = 10")
+    stack.say(f"{count} 10 s windows of {disks} disks stored in ClickHouse table iopipe.windows (and 1 min ones)")
     print("\nSee them yourself:\n" + QUERY_BY_HAND)
     stack.say(f"Flink's UI: {ports.flink_url}. The stack keeps running: `make down` stops it.")
 

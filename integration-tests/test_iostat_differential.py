@@ -104,7 +104,7 @@ def test_window_metrics_equal_real_iostat_on_the_same_snapshots(device, tmp_path
     records.write_text("\n".join(lines) + "\n")
     output = tmp_path / "windows.ndjson"
     subprocess.run([str(DETECT), "--input", str(records), "--output", str(output)], check=True, capture_output=True)
-    windows = {r["host"]: r for r in map(json.loads, output.read_text().splitlines()) if r["schema"] == "io.window.v1"}
+    windows = {r["host"]: r for r in map(json.loads, output.read_text().splitlines()) if r["schema"] == "io.window.v1" and r["window_s"] == 10}
     assert len(windows) == len(CASES)
 
     for i, (name, interval_cs, deltas) in enumerate(CASES):

@@ -14,7 +14,7 @@ def test_make_detect_writes_windows_and_verdicts_and_rejects_malformed_lines_wit
     run = subprocess.run(["make", "-s", "detect", f"INPUT={EXAMPLE}", f"OUTPUT={output}"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "10 records" in run.stderr and "2 rejected" in run.stderr, run.stderr
+    assert "12 records" in run.stderr and "2 rejected" in run.stderr, run.stderr
     # The example is S1's dusty disk from its diskstats alone (r_await 270 ms at aqu-sz 1.97).
     assert [line.split(":")[0].split(" (ticket")[0] for line in run.stdout.splitlines()] == [
         "anomaly failing_disk critical web-17/sdb", "health web-17/sdb healthy -> failing"], run.stdout
@@ -25,7 +25,7 @@ def test_make_detect_writes_windows_and_verdicts_and_rejects_malformed_lines_wit
     for record in records:
         jsonschema.validate(record, schemas[record["schema"]])
     windows = [r for r in records if r["schema"] == "io.window.v1"]
-    assert sorted(w["window_s"] for w in windows) == [10] * 8
+    assert sorted(w["window_s"] for w in windows) == [10] * 8 + [60] * 2
     sdb = [w for w in windows if w["disk"] == "sdb" and w["samples"] == 10]
     assert sdb and all(abs(w["read_await_ms"] - 269.71) < 0.01 and abs(w["queue_size"] - 1.97) < 1e-9 for w in sdb)
 

@@ -115,7 +115,8 @@ def test_windows_hold_exact_quantiles_and_queue_depth_when_every_io_is_an_event(
     """S2 sends every I/O as an event: its windows' quantiles are exact and say so, and
     its reader's one request in flight shows; S6 (histograms only) interpolates."""
     _, out = detect(tmp_path, "S2")
-    reads = [r["latency"]["R"] for r in out if r["schema"] == "io.window.v1" and "R" in r.get("latency", {})]
+    reads = [r["latency"]["R"] for r in out
+             if r["schema"] == "io.window.v1" and r["window_s"] == 10 and "R" in r.get("latency", {})]
     assert reads and all(r["quantiles"] == "every_io" for r in reads), reads[:1]
     for r in reads:
         device = sorted(us for us in (r["device"]["p50_us"], r["device"]["p90_us"], r["device"]["p99_us"]))

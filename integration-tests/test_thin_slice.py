@@ -61,7 +61,7 @@ def consume_host(brokers, topic, host, idle_s=5):
 
 
 def clickhouse_windows(clickhouse, host):
-    text = clickhouse.query(f"SELECT * FROM iopipe.windows WHERE host = '{host}' FORMAT JSONEachRow")
+    text = clickhouse.query(f"SELECT * FROM iopipe.windows WHERE host = '{host}' AND window_s = {WINDOW_S} FORMAT JSONEachRow")
     return [json.loads(line) for line in text.splitlines()]
 
 

@@ -33,12 +33,8 @@ public final class Pipeline {
 
     /** Tunables; defaults are what the live job runs with. */
     public static final class Config implements Serializable {
-        /**
-         * Window lengths; the detectors run on the first. Longer ones (e.g. 60) work, but
-         * ClickHouse's windows table keys rows by start, not length, so the live job
-         * sends 10 s windows only until it can hold both.
-         */
-        public List<Integer> windowSeconds = List.of(10);
+        /** Window lengths; the detectors run on the first, which alone keeps the events. */
+        public List<Integer> windowSeconds = List.of(10, 60);
         /** How far behind its latest record a disk's clock stays, for records that overtake each other. */
         public Duration outOfOrderness = Duration.ofSeconds(5);
         /** How long a disk's clock waits for a kind of record (diskstats, histograms) it stopped hearing. */
