@@ -109,6 +109,17 @@ public class DiskWindow {
         }
     }
 
+    /** Adds another window's diskstats sums and latency histograms of this disk to this one's (not its events). */
+    public DiskWindow absorbMeasures(DiskWindow o) {
+        host = host != null ? host : o.host;
+        disk = disk != null ? disk : o.disk;
+        iostat.merge(o.iostat);
+        for (Map.Entry<String, OpLatency> e : o.ops.entrySet()) {
+            op(e.getKey()).merge(e.getValue());
+        }
+        return this;
+    }
+
     /** Whether a record of this identity is new to the window; remembers it. */
     public boolean firstSeen(long identity) {
         return seen.add(identity);

@@ -21,6 +21,9 @@ public class DiskClock {
     public long diskstatsHeardAtMs = NONE;
     public long histHeardAtMs = NONE;
     public long firstHeardAtMs = NONE;
+    public long lastHeardAtMs = NONE;
+    /** When the processing-time check on this disk is due; NONE if none is set. */
+    public long checkAtMs = NONE;
     /** Every window ending at or before this is closed: the clock never goes back. */
     public long closedThroughMs = NONE;
 
@@ -28,6 +31,7 @@ public class DiskClock {
         if (firstHeardAtMs == NONE) {
             firstHeardAtMs = nowMs;
         }
+        lastHeardAtMs = nowMs;
         if (r.hist != null) {
             histMs = Math.max(histMs, tsMs);
             histHeardAtMs = nowMs;

@@ -35,40 +35,47 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private final WindowFunctions.Accumulate accumulate;
     private transient MapState<Long, DiskWindow> open;
     private transient ValueState<DiskClock> clock;
-    private transient Silence silence;
     private transient Counter duplicates;
     private transient Counter closedIdle;
 
-    public DiskWindows(int windowSeconds, boolean keepEvents, Pipeline.Config config) {
+    public DiskWindows(int windowSeconds, Pipeline.Config config) {
         this.windowSeconds = windowSeconds;
         this.lengthMs = windowSeconds * 1000L;
         this.outOfOrdernessMs = config.outOfOrderness.toMillis();
         this.kindIdleMs = config.kindIdleness.toMillis();
         this.idleMs = config.diskIdleness.toMillis();
         this.forgetAfterMs = config.diskForgottenAfter.toMillis();
-        this.accumulate = new WindowFunctions.Accumulate(keepEvents);
+        this.accumulate = new WindowFunctions.Accumulate();
     }
 
     @Override
     public void open(OpenContext openContext) {
         open = getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
         clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
-        silence = new Silence(getRuntimeContext());
         duplicates = getRuntimeContext().getMetricGroup().counter("records_duplicate_total");
         closedIdle = getRuntimeContext().getMetricGroup().counter("windows_closed_idle_total");
     }
 
     @Override
     public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
-        // Checked every kindIdleMs while it speaks: a kind holding the clock back may have gone idle.
-        silence.heard(ctx.timerService(), kindIdleMs);
         long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
         long startMs = tsMs - Math.floorMod(tsMs, lengthMs);
         DiskClock c = clock();
+        long nowMs = ctx.timerService().currentProcessingTime();
+        c.saw(r, tsMs, nowMs);
+        if (c.checkAtMs == DiskClock.NONE) {
+            // Checked every kindIdleMs while it speaks: a kind holding the clock back may have gone idle.
+            checkAt(c, nowMs + kindIdleMs, ctx);
+        }
         if (startMs + lengthMs <= c.closedThroughMs) {
             ctx.output(Pipeline.LATE_RECORDS, r);
-            return;
+        } else {
+            add(r, startMs, ctx);
         }
+        advance(c, nowMs, ctx, out);
+    }
+
+    private void add(DiskRecord r, long startMs, Context ctx) throws Exception {
         DiskWindow w = open.get(startMs);
         if (w == null) {
             w = accumulate.createAccumulator();
@@ -80,9 +87,6 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         } else {
             duplicates.inc();
         }
-        long nowMs = ctx.timerService().currentProcessingTime();
-        c.saw(r, tsMs, nowMs);
-        advance(c, nowMs, ctx, out);
     }
 
     /** Moves the disk's clock to its watermark now and closes the windows it passed. */
@@ -93,6 +97,11 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             closeUpTo(watermark, ctx, out);
         }
         clock.update(c);
+    }
+
+    private void checkAt(DiskClock c, long atMs, Context ctx) {
+        ctx.timerService().registerProcessingTimeTimer(atMs);
+        c.checkAtMs = atMs;
     }
 
     private DiskClock clock() throws Exception {
@@ -130,26 +139,26 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             closeUpTo(timestamp + 1, ctx, out);
             return;
         }
-        long silentMs = silence.silentForMs(ctx.timerService());
+        DiskClock c = clock();
+        c.checkAtMs = DiskClock.NONE;
+        long silentMs = timestamp - c.lastHeardAtMs;
         if (silentMs >= idleMs && !open.isEmpty()) {
             // The disk went quiet: close what it sent, and move its clock past it so a straggler is late, not a second window.
             long lastEndMs = 0;
             for (Long startMs : open.keys()) {
                 lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
             }
-            DiskClock c = clock();
             c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
-            clock.update(c);
             closeUpTo(lastEndMs, ctx, out);
             closedIdle.inc();
         } else if (!open.isEmpty()) {
-            advance(clock(), timestamp, ctx, out);
+            advance(c, timestamp, ctx, out);
         }
         if (silentMs >= forgetAfterMs) {
             clock.clear();
-            silence.clear();
-        } else {
-            silence.checkAfterLastHeard(ctx.timerService(), open.isEmpty() ? forgetAfterMs : silentMs + kindIdleMs);
+            return;
         }
+        checkAt(c, open.isEmpty() ? c.lastHeardAtMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
+        clock.update(c);
     }
 }

@@ -33,7 +33,11 @@ public final class Pipeline {
 
     /** Tunables; defaults are what the live job runs with. */
     public static final class Config implements Serializable {
-        /** Window lengths; the detectors run on the first, which alone keeps the events. */
+        /**
+         * Window lengths. The records are windowed by the first, which the detectors read
+         * and which alone keeps the events; the others are rolled up from it, so each is
+         * a multiple of the first.
+         */
         public List<Integer> windowSeconds = List.of(10, 60);
         /** How far behind its latest record a disk's clock stays, for records that overtake each other. */
         public Duration outOfOrderness = Duration.ofSeconds(5);
@@ -51,6 +55,15 @@ public final class Pipeline {
     }
 
     public static DataStream<OutputRecord> build(DataStream<RawRecord> input, Config config) {
+        for (int seconds : config.windowSeconds) {
+            if (seconds <= 0 || seconds % config.windowSeconds.get(0) != 0) {
+                throw new IllegalArgumentException("window lengths " + config.windowSeconds
+                        + ": each must be a positive multiple of the first, which the others are rolled up from");
+            }
+        }
+        // Chained operators hand records on without copying them: every function here makes
+        // new objects for what it emits and never changes what it receives.
+        input.getExecutionEnvironment().getConfig().enableObjectReuse();
         SingleOutputStreamOperator<DiskRecord> decoded = input
                 .process(new DecodeRecords()).name("decode records").uid("decode-records");
         // No watermarks: each disk keeps its own event-time clock (DiskWindows). The final
@@ -66,29 +79,32 @@ public final class Pipeline {
                 decoded.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
-        boolean first = true;
-        for (int seconds : config.windowSeconds) {
-            SingleOutputStreamOperator<DiskWindow> windows = measures
-                    .keyBy(DiskRecord::key)
-                    .process(new DiskWindows(seconds, first, config))
-                    .name(seconds + "s windows").uid("windows-" + seconds + "s");
-            DataStream<OutputRecord> records = windows
-                    .flatMap((DiskWindow w, Collector<OutputRecord> c) -> WindowRecord.of(w).ifPresent(c::collect))
-                    .returns(OutputRecord.class)
-                    .name(seconds + "s window records").uid("window-records-" + seconds + "s");
-            DataStream<OutputRecord> late = windows.getSideOutput(LATE_RECORDS)
-                    .map(new LateRecordToDeadLetter(seconds))
-                    .name("late for " + seconds + "s windows").uid("late-records-" + seconds + "s");
-            out = out.union(records, late);
-            if (first) {
-                out = out.union(windows
-                        .keyBy(DiskWindow::key)
+        int base = config.windowSeconds.get(0);
+        SingleOutputStreamOperator<DiskWindow> windows = measures
+                .keyBy(DiskRecord::key)
+                .process(new DiskWindows(base, config))
+                .name(base + "s windows").uid("windows-" + base + "s");
+        out = out.union(records(windows, base),
+                windows.getSideOutput(LATE_RECORDS).map(new LateRecordToDeadLetter(base))
+                        .name("late records").uid("late-records"),
+                windows.keyBy(DiskWindow::key)
                         .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
                         .name("detectors").uid("detectors"));
-                first = false;
-            }
+        for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
+            SingleOutputStreamOperator<DiskWindow> longer = windows
+                    .keyBy(DiskWindow::key)
+                    .process(new RollUpWindows(seconds, config.diskIdleness.toMillis()))
+                    .name(seconds + "s windows").uid("windows-" + seconds + "s");
+            out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
         }
         return out;
+    }
+
+    private static DataStream<OutputRecord> records(DataStream<DiskWindow> windows, int seconds) {
+        return windows
+                .flatMap((DiskWindow w, Collector<OutputRecord> c) -> WindowRecord.of(w).ifPresent(c::collect))
+                .returns(OutputRecord.class)
+                .name(seconds + "s window records").uid("window-records-" + seconds + "s");
     }
 
     /** A late record is counted and kept as a dead letter: late data is never dropped silently. */

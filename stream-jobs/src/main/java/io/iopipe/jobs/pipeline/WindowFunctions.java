@@ -4,7 +4,6 @@ import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.OpLatency;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
-import java.util.Map;
 import org.apache.flink.api.common.functions.AggregateFunction;
 
 /** How a disk's records fold into its window as they come. */
@@ -12,13 +11,6 @@ public final class WindowFunctions {
     private WindowFunctions() {}
 
     public static final class Accumulate implements AggregateFunction<DiskRecord, DiskWindow, DiskWindow> {
-        /** Only the windows the detectors read keep events; longer ones fold them into histograms. */
-        private final boolean keepEvents;
-
-        public Accumulate(boolean keepEvents) {
-            this.keepEvents = keepEvents;
-        }
-
         @Override
         public DiskWindow createAccumulator() {
             return new DiskWindow();
@@ -33,7 +25,7 @@ public final class WindowFunctions {
             } else if (r.hist != null) {
                 addHist(w.op(r.hist.op), r.hist);
             } else if (r.event != null) {
-                addEvent(w, r.event, keepEvents);
+                addEvent(w, r.event);
             }
             return w;
         }
@@ -50,7 +42,7 @@ public final class WindowFunctions {
             }
         }
 
-        static void addEvent(DiskWindow w, IoEvent e, boolean keep) {
+        static void addEvent(DiskWindow w, IoEvent e) {
             OpLatency op = w.op(e.op);
             long weight = Math.round(e.sampleWeight);
             long deviceUs = e.deviceNs() / 1000;
@@ -66,9 +58,6 @@ public final class WindowFunctions {
             if (e.error != 0) {
                 op.eventErrors += weight;
             }
-            if (!keep) {
-                return;
-            }
             w.keep(e);
         }
 
@@ -79,12 +68,7 @@ public final class WindowFunctions {
 
         @Override
         public DiskWindow merge(DiskWindow a, DiskWindow b) {
-            a.host = a.host != null ? a.host : b.host;
-            a.disk = a.disk != null ? a.disk : b.disk;
-            a.iostat.merge(b.iostat);
-            for (Map.Entry<String, OpLatency> e : b.ops.entrySet()) {
-                a.op(e.getKey()).merge(e.getValue());
-            }
+            a.absorbMeasures(b);
             b.events.forEach(a::keep);
             a.eventsOverCap += b.eventsOverCap;
             return a;

@@ -32,7 +32,7 @@ class DiskWindowsTest {
         config.diskForgottenAfter = Duration.ofMinutes(10);
         config.kindIdleness = Duration.ofSeconds(10);
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new DiskWindows(10, true, config)), DiskRecord::key, Types.STRING);
+                new KeyedProcessOperator<>(new DiskWindows(10, config)), DiskRecord::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.open();
     }

@@ -1,0 +1,82 @@
+package io.iopipe.jobs.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.iopipe.jobs.detect.DiskWindow;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class RollUpWindowsTest {
+    static final long T0_NS = 1_763_700_000_000_000_000L;
+    static final long TEN_S_NS = 10_000_000_000L;
+    static final long IDLE_MS = 60_000L;
+
+    private KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, DiskWindow> harness;
+
+    @BeforeEach
+    void open() throws Exception {
+        harness = new KeyedOneInputStreamOperatorTestHarness<>(
+                new KeyedProcessOperator<>(new RollUpWindows(60, IDLE_MS)), DiskWindow::key, Types.STRING);
+        harness.setProcessingTime(0);
+        harness.open();
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        harness.close();
+    }
+
+    /** The `index`-th 10 s window from T0 of one disk: `reads` reads of 4-8 ms, and their diskstats. */
+    private void tenSeconds(int index, long reads) throws Exception {
+        DiskWindow w = new DiskWindow();
+        w.host = "web-1";
+        w.disk = "sdb";
+        w.startNs = T0_NS + index * TEN_S_NS;
+        w.endNs = w.startNs + TEN_S_NS;
+        w.windowSeconds = 10;
+        w.iostat.readsCompleted = reads;
+        w.iostat.samples = 10;
+        w.op("R").device.add(6_000, reads);
+        harness.processElement(new StreamRecord<>(w, w.endNs / 1_000_000L));
+    }
+
+    private List<String> minutes() {
+        return harness.extractOutputValues().stream().map(w -> (w.startNs - T0_NS) / TEN_S_NS + "+" + w.windowSeconds + "s:"
+                + w.iostat.readsCompleted + "/" + w.op("R").count() + "/" + w.iostat.samples).toList();
+    }
+
+    @Test
+    void sixTenSecondWindowsMakeOneMinuteExactly() throws Exception {
+        for (int i = 0; i < 6; i++) {
+            tenSeconds(i, 10 + i);
+        }
+        assertEquals(List.of("0+60s:75/75/60"), minutes(), "closed by its last part, sums exact");
+        assertEquals(2, harness.numKeyedStateEntries(), "only the disk's silence watch remains (when last heard, next check)");
+    }
+
+    @Test
+    void aLaterMinuteClosesAnEarlierOneWithGaps() throws Exception {
+        tenSeconds(1, 5);
+        tenSeconds(3, 5);
+        tenSeconds(7, 5);
+        assertEquals(List.of("0+60s:10/10/20"), minutes());
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("0+60s:10/10/20", "6+60s:5/5/10"), minutes(), "the end of the input closes the last");
+    }
+
+    @Test
+    void aSilentDiskHasItsMinuteClosedAndLeavesNothing() throws Exception {
+        tenSeconds(0, 5);
+        harness.setProcessingTime(IDLE_MS);
+        assertEquals(List.of("0+60s:5/5/10"), minutes());
+        assertEquals(0, harness.numKeyedStateEntries());
+        assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers());
+    }
+}
