@@ -31,7 +31,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--disks", default="3000")
     parser.add_argument("--seconds", default="60")
-    parser.add_argument("--rounds", default="3")
+    parser.add_argument("--rounds", default="5")
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
     args = parser.parse_args()
     jar = JOBS / "target/iopipe-stream-jobs.jar"

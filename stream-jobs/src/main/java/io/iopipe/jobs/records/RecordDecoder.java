@@ -10,8 +10,12 @@ import java.util.Set;
 public final class RecordDecoder {
     /** Timestamps before 2001-09-09 are seconds or milliseconds mistaken for nanoseconds. */
     static final long EARLIEST_PLAUSIBLE_NS = 1_000_000_000_000_000_000L;
-    /** How far ahead of this clock a producer's clock may run before its records are refused. */
-    static final long MAX_CLOCK_AHEAD_NS = 24L * 3600 * 1_000_000_000L;
+    /**
+     * How far ahead of this clock a producer's clock may run before its records are refused.
+     * A disk's event-time clock follows its records, so one record from far ahead would
+     * make the disk's next ones late until real time caught up: this bounds the damage.
+     */
+    static final long MAX_CLOCK_AHEAD_NS = 15L * 60 * 1_000_000_000L;
 
     private RecordDecoder() {}
 
