@@ -183,7 +183,7 @@ class HealthyDisk:
             for d in rare:
                 us = pick(d)
                 h["buckets_log2_us"] += [0] * (64 - len(h["buckets_log2_us"]))
-                h["buckets_log2_us"][0 if us <= 1 else us.bit_length() - 1] += 1
+                h["buckets_log2_us"][scenarios.bucket_of(us)] += 1
                 h["count"] += 1
                 h["sum_us"] += us
                 h["max_us"] = max(h["max_us"], us)

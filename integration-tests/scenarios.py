@@ -150,10 +150,15 @@ def histograms(host, disk, start_ns, end_ns, interval):
     return out
 
 
+def bucket_of(us):
+    """The log2 bucket of a latency, as the agent counts it: [2^i, 2^(i+1)) µs, below 2 µs in 0."""
+    return 0 if us <= 1 else us.bit_length() - 1
+
+
 def histogram(host, disk, op, kind, start_ns, end_ns, latencies_us, errors=0, weight=1):
     buckets = [0] * 64
     for us in latencies_us:
-        buckets[0 if us <= 1 else us.bit_length() - 1] += weight
+        buckets[bucket_of(us)] += weight
     return trimmed({"schema": "io.hist.v1", "host": host, "disk": disk, "op": op, "start_ns": start_ns,
                     "end_ns": end_ns, "latency": kind, "buckets_log2_us": buckets, "count": len(latencies_us) * weight,
                     "sum_us": sum(latencies_us) * weight, "max_us": max(latencies_us, default=0), "errors": errors})

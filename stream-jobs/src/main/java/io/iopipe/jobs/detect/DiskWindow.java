@@ -166,15 +166,13 @@ public class DiskWindow {
         return declaredEvery || mine.size() >= count ? mine : List.of();
     }
 
-    /** Mean in-flight depth at dispatch of the events that know it; NaN if none does. */
+    /** Mean in-flight depth at dispatch of the events that know it, every op together; NaN if none does. */
     public double meanEventDepth() {
         double sum = 0;
         double weight = 0;
-        for (IoEvent e : events) {
-            if (e.inflight > 0) {
-                sum += e.inflight * e.sampleWeight;
-                weight += e.sampleWeight;
-            }
+        for (OpLatency op : ops.values()) {
+            sum += op.eventDepthSum;
+            weight += op.eventDepthWeight;
         }
         return weight == 0 ? Double.NaN : sum / weight;
     }
