@@ -45,8 +45,7 @@ def main():
     if not AGENT_BIN.exists():
         sys.exit(f"{AGENT_BIN} is missing: run `make agent` (make demo builds it)")
     ports = stack.Ports()
-    stack.up(ports)
-    clickhouse = stack.ClickHouseHttp(ports.clickhouse_url)
+    clickhouse = stack.up(ports).client(ports, "reader")
     scratch = Path(tempfile.mkdtemp(prefix="iopipe-demo-", dir="/var/tmp")) / "busy.bin"
     stack.say(f"running the agent for {RUN_SECONDS} s on this machine's disks; "
               f"dd writes 16 MiB to {scratch} with O_DIRECT every few seconds so one disk has work")

@@ -13,6 +13,7 @@ integration tests alike: one way to build and start the stack.
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -95,6 +96,36 @@ class Ports:
             "CLICKHOUSE_TCP_PORT": str(self.clickhouse_tcp),
             "CLICKHOUSE_INTERSERVER_PORT": str(self.clickhouse_interserver),
         }
+
+
+@dataclass(frozen=True)
+class ClickHouseUsers:
+    """Passwords of the users infra/clickhouse/users.xml defines, one set per stack."""
+    admin: str
+    writer: str
+    reader: str
+
+    ROLES = ("admin", "writer", "reader")
+
+    @classmethod
+    def generate(cls):
+        return cls(*(secrets.token_hex(16) for _ in cls.ROLES))
+
+    @classmethod
+    def of_demo_stack(cls):
+        """The demo stack's passwords, made on first use and kept (0600) beside the caches."""
+        path = CACHE / "clickhouse-users.json"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            path.write_text(json.dumps(cls.generate().__dict__))
+        return cls(**json.loads(path.read_text()))
+
+    def env(self):
+        return {f"IOPIPE_CLICKHOUSE_{role.upper()}_PASSWORD": getattr(self, role) for role in self.ROLES}
+
+    def client(self, ports, role):
+        return ClickHouseHttp(ports.clickhouse_url, f"iopipe_{role}", getattr(self, role))
 
 
 # ---------------------------------------------------------------- images
@@ -193,7 +224,7 @@ def _flink_wheels():
 
 def _clickhouse_context():
     context = _fresh_context("clickhouse")
-    _copy([INFRA / "clickhouse" / f for f in ("Dockerfile", "start-clickhouse.sh")], context)
+    _copy([INFRA / "clickhouse" / f for f in ("Dockerfile", "start-clickhouse.sh", "users.xml")], context)
     return context
 
 
@@ -256,12 +287,13 @@ def container_alive(container):
 
 
 def wait_until_ready(ports, containers):
-    """`containers`: service name -> container name, for kafka, clickhouse and the Flink pair."""
+    """`containers`: service name -> container name, for kafka, clickhouse and (if started) the Flink pair."""
     def alive_and(check):
         return lambda: all(container_alive(c) for c in containers.values()) and check()
     wait_for("Kafka topics", alive_and(lambda: container_log_contains(containers["kafka"], "iopipe: topics ready")))
     wait_for("ClickHouse", alive_and(lambda: clickhouse_answers(ports)))
-    wait_for("Flink task slots", alive_and(lambda: flink_has_slots(ports)))
+    if "flink-taskmanager" in containers:
+        wait_for("Flink task slots", alive_and(lambda: flink_has_slots(ports)))
 
 
 # ---------------------------------------------------------------- job and schema
@@ -290,25 +322,29 @@ def _job_running(ports, job_id):
     return job["state"] == "RUNNING" and all(v["status"] == "RUNNING" for v in job["vertices"])
 
 
-def migrate_clickhouse(ports):
-    Migrator(ClickHouseHttp(ports.clickhouse_url), kafka_brokers=ports.brokers, log=say).up()
+def migrate_clickhouse(ports, users):
+    Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
 
 
 # ---------------------------------------------------------------- compose
 
-def compose(*args, ports=Ports()):
-    env = {**os.environ, **ports.env()}
+def compose(*args, ports=Ports(), users=None):
+    env = {**os.environ, **ports.env(), **(users or ClickHouseUsers.of_demo_stack()).env()}
     run(["docker-compose", "-p", COMPOSE_PROJECT, "-f", str(COMPOSE_FILE), *args], env=env)
 
 
-def up(ports=Ports()):
+def up(ports=Ports(), users=None):
+    """Starts the demo stack; returns its ClickHouse users."""
+    users = users or ClickHouseUsers.of_demo_stack()
     say("starting Kafka, Flink and ClickHouse (docker-compose)")
-    compose("up", "-d", "--remove-orphans", ports=ports)
+    compose("up", "-d", "--remove-orphans", ports=ports, users=users)
     wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES})
-    migrate_clickhouse(ports)
+    migrate_clickhouse(ports, users)
     say("submitting the live job to Flink")
     job_id = submit_live_job(ports)
     say(f"stack up: Flink UI {ports.flink_url}, ClickHouse {ports.clickhouse_url}, Kafka {ports.brokers}, job {job_id}")
+    say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
+    return users
 
 
 def down():

@@ -7,6 +7,7 @@ never collides with a running demo.
 import os
 import sys
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,9 @@ SERVICES = {  # service -> (image, command)
 class RunningPipeline:
     ports: stack.Ports
     job_id: str
-    clickhouse: stack.ClickHouseHttp
+    users: stack.ClickHouseUsers
+    clickhouse: stack.ClickHouseHttp  # the writer: fixtures insert rows
+    reader: stack.ClickHouseHttp  # what Grafana and analysts use
 
 
 @pytest.fixture(scope="session")
@@ -45,24 +48,41 @@ def agent_bin():
     return path
 
 
-@pytest.fixture(scope="session")
-def pipeline():
+@contextmanager
+def services(names):
+    """The named services on free ports, ready, with fresh ClickHouse users; stopped after."""
     ports = stack.Ports.free()
+    users = stack.ClickHouseUsers.generate()
     suffix = uuid.uuid4().hex[:8]
     started = {}
     try:
-        for service, (image, command) in SERVICES.items():
+        for service in names:
+            image, command = SERVICES[service]
             container = DockerContainer(image).with_name(f"iopipe-test-{service}-{suffix}").with_kwargs(network_mode="host")
-            for key, value in ports.env().items():
+            for key, value in {**ports.env(), **users.env()}.items():
                 container.with_env(key, value)
             if command:
                 container.with_command(command)
             container.start()
             started[service] = container
         stack.wait_until_ready(ports, {s: c.get_wrapped_container().name for s, c in started.items()})
-        stack.migrate_clickhouse(ports)
-        job_id = stack.submit_live_job(ports)
-        yield RunningPipeline(ports, job_id, stack.ClickHouseHttp(ports.clickhouse_url))
+        yield ports, users
     finally:
         for container in started.values():
             container.stop()
+
+
+@pytest.fixture(scope="session")
+def pipeline():
+    with services(SERVICES) as (ports, users):
+        stack.migrate_clickhouse(ports, users)
+        job_id = stack.submit_live_job(ports)
+        yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"))
+
+
+@pytest.fixture(scope="module")
+def warehouse():
+    """Kafka and the ClickHouse server alone, not migrated: for tests of the warehouse that
+    need tables nothing else writes to."""
+    with services(("kafka", "clickhouse")) as (ports, users):
+        yield ports, users

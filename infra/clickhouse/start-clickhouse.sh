@@ -1,9 +1,24 @@
 #!/bin/bash
 # Starts ClickHouse in the foreground on 127.0.0.1 with ports from the environment.
 # Kafka-engine consumers of a new group start at the earliest offset: records
-# produced before the tables existed are ingested, not skipped.
+# produced before the tables existed are ingested, not skipped. A consumer commits its
+# offsets after each block is written to the tables (at least once): a server killed in
+# between re-reads that block, and the tables' deterministic keys absorb the repeat.
+# Users and the ingestion profile: users.xml.
 set -euo pipefail
-mkdir -p /etc/clickhouse-server/config.d /var/lib/clickhouse /var/log/clickhouse-server
+for role in ADMIN WRITER READER; do
+  var="IOPIPE_CLICKHOUSE_${role}_PASSWORD"
+  if [ -z "${!var:-}" ]; then
+    echo "start-clickhouse: $var is not set; start the stack with infra/stack.py, which generates the passwords" >&2
+    exit 2
+  fi
+done
+sha256() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
+mkdir -p /etc/clickhouse-server/config.d /etc/clickhouse-server/users.d /var/lib/clickhouse /var/log/clickhouse-server
+sed -e "s/@ADMIN_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_ADMIN_PASSWORD")/" \
+    -e "s/@WRITER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_WRITER_PASSWORD")/" \
+    -e "s/@READER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_READER_PASSWORD")/" \
+    /usr/local/share/iopipe/users.xml > /etc/clickhouse-server/users.d/iopipe.xml
 cat > /etc/clickhouse-server/config.d/iopipe.xml <<XML
 <yandex>
   <listen_host>127.0.0.1</listen_host>

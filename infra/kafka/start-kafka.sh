@@ -22,6 +22,7 @@ inter.broker.listener.name=PLAINTEXT
 log.dirs=${DATA}
 auto.create.topics.enable=false
 offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
@@ -41,6 +42,15 @@ create_topics() {
     "${JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$PORT" \
       --create --if-not-exists --topic "$topic" --partitions "$partitions" --replication-factor 1 >/dev/null
   done < /opt/kafka/topics.txt
+  # The first consumer group to commit makes the broker create its offsets topic, and
+  # commits fail until it is loaded: a consumer that wrote a block and then failed to
+  # commit reads the block again (ClickHouse's Kafka tables do). Make it exist first.
+  "${JAVA[@]}" org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "127.0.0.1:$PORT" \
+    --topic io.agent.v1 --group iopipe-offsets-warmup --timeout-ms 3000 >/dev/null 2>&1 || true
+  until "${JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$PORT" --list 2>/dev/null \
+        | grep -qx __consumer_offsets; do
+    sleep 1
+  done
   echo "iopipe: topics ready"
 }
 create_topics &

@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
 """Applies schema/clickhouse/migrations to a ClickHouse server over HTTP.
 
-Migrations are numbered `NNNN_name.up.sql` / `NNNN_name.down.sql`, one statement
-each, with placeholders {db}, {kafka_brokers} and {kafka_group}. Applied versions are
-recorded in `{db}.schema_migrations` as an append-only log (up/down events), which
-works on every server version; a full `down` drops the log too, leaving nothing.
+Migrations are numbered `NNNN_name.up.sql` / `NNNN_name.down.sql`: statements ended by
+`;` at the end of a line, with placeholders {db}, {kafka_brokers} and {kafka_group}.
+Every statement is idempotent (IF [NOT] EXISTS), so a migration interrupted halfway is
+finished by running `up` again. Applied versions are recorded in `{db}.schema_migrations`
+as an append-only log (up/down events), which works on every server version; a full
+`down` drops the log too, leaving nothing.
 
-    migrate.py up   [--url http://127.0.0.1:8123] [--db iopipe] [--kafka-brokers 127.0.0.1:9092]
+A migration that needs a newer server than the one it meets says so on its first line,
+`-- requires: ClickHouse >= 21.8 (why)`, and is skipped there, loudly: it is applied by a
+later `up` once the server is upgraded. Such migrations only add features (retention,
+encodings) that nothing else depends on.
+
+    migrate.py up   [--url http://127.0.0.1:8123] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092]
     migrate.py down [--to VERSION]
     migrate.py status
 """
 import argparse
+import os
 import re
 import sys
 import urllib.error
@@ -21,6 +29,8 @@ from pathlib import Path
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$")
 PLACEHOLDER = re.compile(r"\{(db|kafka_brokers|kafka_group)\}")
+REQUIRES = re.compile(r"^-- requires: ClickHouse >= (\d+)\.(\d+)(.*)$")
+STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
 
 
 class ClickHouseError(RuntimeError):
@@ -62,6 +72,21 @@ class Migration:
         path = self.up if direction == "up" else self.down
         return PLACEHOLDER.sub(lambda m: params[m.group(1)], path.read_text())
 
+    def statements(self, direction, params):
+        """The file's statements in order, without comment lines (which may hold a ';')."""
+        code = "\n".join(line for line in self.sql(direction, params).splitlines()
+                         if not line.lstrip().startswith("--"))
+        return [s.strip() for s in STATEMENT_END.split(code) if s.strip()]
+
+    @property
+    def requires(self):
+        """(major, minor, why) of the oldest server it runs on, or None for every server."""
+        match = REQUIRES.match(self.up.read_text().splitlines()[0])
+        return (int(match[1]), int(match[2]), match[3].strip()) if match else None
+
+    def runs_on(self, server_version):
+        return self.requires is None or server_version >= self.requires[:2]
+
 
 def discover(directory=MIGRATIONS_DIR):
     found = {}
@@ -82,12 +107,34 @@ def discover(directory=MIGRATIONS_DIR):
     return migrations
 
 
+KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)[^;]*?ENGINE = Kafka\('\{kafka_brokers\}', '([\w.]+)'", re.S)
+
+
+def kafka_tables():
+    """{topic: Kafka engine table} as the migrations create them."""
+    return {topic: table for m in discover() for table, topic in KAFKA_TABLE.findall(m.up.read_text())}
+
+
+def kafka_table_of(topic):
+    tables = kafka_tables()
+    if topic not in tables:
+        raise KeyError(f"no migration creates a Kafka table for {topic}; these do: {sorted(tables)}")
+    return tables[topic]
+
+
+def server_version(client):
+    """(major, minor) of the server, from e.g. 18.16.1 or 26.9.2.1."""
+    major, minor = client.rows("SELECT version()")[0][0].strip('"').split(".")[:2]
+    return int(major), int(minor)
+
+
 class Migrator:
     def __init__(self, client, db="iopipe", kafka_brokers="127.0.0.1:9092", kafka_group="iopipe-clickhouse", log=print):
         self.client = client
         self.db = db
         self.params = {"db": db, "kafka_brokers": kafka_brokers, "kafka_group": kafka_group}
         self.log = log
+        self.skipped = []
 
     def _ensure_log(self):
         self.client.query(f"CREATE DATABASE IF NOT EXISTS {self.db}")
@@ -115,12 +162,24 @@ class Migrator:
     def up(self):
         self._ensure_log()
         done = self.applied()
+        version = server_version(self.client)
+        self.skipped = []
         for migration in discover():
             if migration.version in done:
                 continue
+            if not migration.runs_on(version):
+                major, minor, why = migration.requires
+                self.log(f"[migrate] skip {migration.version:04d}_{migration.name}: needs ClickHouse >= {major}.{minor} "
+                         f"{why}, this server is {version[0]}.{version[1]}; `up` applies it after an upgrade")
+                self.skipped.append(migration.version)
+                continue
             self.log(f"[migrate] up   {migration.version:04d}_{migration.name}")
-            self.client.query(migration.sql("up", self.params))
+            self._run(migration, "up")
             self._record(migration, "up")
+
+    def _run(self, migration, direction):
+        for statement in migration.statements(direction, self.params):
+            self.client.query(statement)
 
     def down(self, to_version=0):
         done = self.applied()
@@ -128,7 +187,7 @@ class Migrator:
             if migration.version <= to_version or migration.version not in done:
                 continue
             self.log(f"[migrate] down {migration.version:04d}_{migration.name}")
-            self.client.query(migration.sql("down", self.params))
+            self._run(migration, "down")
             self._record(migration, "down")
         if to_version == 0:
             self.client.query(f"DROP TABLE IF EXISTS {self.db}.schema_migrations")
@@ -139,11 +198,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["up", "down", "status"])
     parser.add_argument("--url", default="http://127.0.0.1:8123")
+    parser.add_argument("--user", default=os.environ.get("IOPIPE_CLICKHOUSE_ADMIN_USER", "iopipe_admin"))
+    parser.add_argument("--password-env", default="IOPIPE_CLICKHOUSE_ADMIN_PASSWORD",
+                        help="environment variable holding the password (never on the command line)")
     parser.add_argument("--db", default="iopipe")
     parser.add_argument("--kafka-brokers", default="127.0.0.1:9092")
     parser.add_argument("--to", type=int, default=0, help="with down: keep migrations up to this version")
     args = parser.parse_args(argv)
-    migrator = Migrator(ClickHouseHttp(args.url), args.db, args.kafka_brokers)
+    migrator = Migrator(ClickHouseHttp(args.url, args.user, os.environ.get(args.password_env, "")), args.db, args.kafka_brokers)
     try:
         if args.command == "up":
             migrator.up()
@@ -151,6 +213,9 @@ def main(argv=None):
             migrator.down(args.to)
         applied = sorted(migrator.applied())
         print(f"[migrate] applied: {', '.join(f'{v:04d}' for v in applied) or 'none'}")
+        pending = [m for m in discover() if m.version not in applied]
+        if applied and pending:
+            print(f"[migrate] not applied: {', '.join(f'{m.version:04d}_{m.name}' for m in pending)}")
     except ClickHouseError as e:
         sys.exit(f"migrate: {e}")
 

@@ -1,0 +1,173 @@
+"""ClickHouse 18.16 as shipped: migrations up and down, users and what each may do,
+ingestion from real Kafka (bad messages skipped, replays stored once), every cookbook
+query's answer (the same checks as on chdb, schema/tests/test_warehouse_chdb.py), and
+the live pipeline's records landing in the tables once each."""
+import json
+import sys
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+
+import scenarios
+import stack
+
+sys.path[:0] = [str(stack.REPO / "schema" / "queries"), str(stack.REPO / "schema" / "tests")]
+import cookbook  # noqa: E402
+import migrate  # noqa: E402
+import warehouse_fixture  # noqa: E402
+
+NS = 1_000_000_000
+ROLLUPS = ("latency_1m", "latency_1h", "latency_1d")
+
+
+def produce(brokers, records):
+    """Each record to its topic, keyed host/disk as the agents and the job key them."""
+    producer = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "linger.ms": 20})
+    for record in records:
+        topic = warehouse_fixture.TOPICS[record["schema"]]
+        producer.produce(topic, key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
+        producer.poll(0)
+    assert producer.flush(60) == 0, "every record delivered to Kafka"
+
+
+def count(client, table, where):
+    return int(client.rows(f"SELECT count() FROM {table} WHERE {where}")[0][0])
+
+
+def wait_until_stored(client, db, records, what):
+    """Waits until every record's table holds exactly as many rows (no FINAL: a duplicate
+    would show) of these hosts as were sent; returns the seconds it took."""
+    hosts = sorted({r["host"] for r in records})
+    where = "host IN (" + ", ".join(f"'{h}'" for h in hosts) + ")"
+    expected = {}
+    for r in records:
+        table = migrate.kafka_table_of(warehouse_fixture.TOPICS[r["schema"]]).removesuffix("_kafka")
+        expected[table] = expected.get(table, 0) + 1
+    ios = sum(r["count"] for r in records if r["schema"] == "io.hist.v1")
+
+    def stored():
+        rows = {t: count(client, f"{db}.{t}", where) for t in expected}
+        # The views fill the rollups one after the other, after the histograms table.
+        rows.update({t: int(client.rows(f"SELECT sumMerge(count) FROM {db}.{t} WHERE {where}")[0][0])
+                     for t in ROLLUPS if ios})
+        return rows
+    want = {**expected, **{t: ios for t in ROLLUPS if ios}}
+    started = time.monotonic()
+    stack.wait_for(what, lambda: all(n >= want[t] for t, n in stored().items()), timeout_s=120)
+    took = time.monotonic() - started
+    time.sleep(2)  # a duplicate arriving just behind would be caught here
+    assert stored() == want
+    return took
+
+
+@pytest.fixture(scope="module")
+def migrated(warehouse):
+    ports, users = warehouse
+    migrate.Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=stack.say).up()
+    return ports, users
+
+
+def test_up_then_down_leaves_an_empty_server(warehouse):
+    ports, users = warehouse
+    admin = users.client(ports, "admin")
+    db = f"updown_{uuid.uuid4().hex[:8]}"
+    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
+    migrator.up()
+    modern_only = {m.version for m in migrate.discover() if m.requires}
+    assert modern_only and set(migrator.skipped) == modern_only, "18.16 skips exactly the modern-only migrations"
+    assert migrator.applied() == {m.version for m in migrate.discover()} - modern_only
+    migrator.up()  # again: nothing left to do, nothing breaks
+    migrator.down()
+    assert admin.rows(f"SELECT count() FROM system.databases WHERE name = '{db}'") == [("0",)]
+    assert admin.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
+
+
+def test_users_can_do_only_their_part(migrated):
+    ports, users = migrated
+    reader, writer = users.client(ports, "reader"), users.client(ports, "writer")
+    default = stack.ClickHouseHttp(ports.clickhouse_url)
+    insert = "INSERT INTO iopipe.windows (host, disk) VALUES ('roles', 'sda')"
+    for client in (reader, default):
+        assert client.rows("SELECT count() FROM iopipe.windows")  # reading is what they are for
+        with pytest.raises(migrate.ClickHouseError, match="readonly"):
+            client.query(insert)
+    writer.query(insert)
+    with pytest.raises(migrate.ClickHouseError, match="DDL"):
+        writer.query("DROP TABLE iopipe.windows")
+    with pytest.raises(migrate.ClickHouseError, match="readonly|DDL"):
+        reader.query("DROP TABLE iopipe.windows")
+    with pytest.raises(migrate.ClickHouseError, match="password"):
+        stack.ClickHouseHttp(ports.clickhouse_url, "iopipe_writer", "wrong").query("SELECT 1")
+
+
+def test_every_cookbook_query_answers_on_the_18_16_server(migrated):
+    ports, users = migrated
+    assert warehouse_fixture.checked_queries() == set(cookbook.names()), "every cookbook query has a check"
+    fleet = warehouse_fixture.fleet(int(time.time()), f"ck{uuid.uuid4().hex[:6]}")
+    produce(ports.brokers, fleet.records)
+    reader = users.client(ports, "reader")
+    wait_until_stored(reader, "iopipe", fleet.records, "the fleet's records in ClickHouse")
+
+    def run(name, params):
+        text = reader.query(cookbook.render(name, params) + "\nFORMAT JSONEachRow")
+        return [json.loads(line) for line in text.splitlines()]
+    warehouse_fixture.check_cookbook(fleet, run, ingested_by_s=int(time.time()))
+
+
+def test_a_malformed_message_is_skipped_and_its_neighbours_kept(migrated):
+    ports, users = migrated
+    host = f"bad-{uuid.uuid4().hex[:6]}"
+    fleet = warehouse_fixture.fleet(int(time.time()), host)
+    before, after = fleet.by_schema("io.hist.v1")[:3], fleet.by_schema("io.hist.v1")[3:6]
+    producer = Producer({"bootstrap.servers": ports.brokers})
+    for value in ([json.dumps(r) for r in before] + ["{not json", json.dumps({**before[0], "count": "many"})]
+                  + [json.dumps(r) for r in after]):
+        producer.produce("io.hist.v1", key=f"{host}-a/sdb", value=value)
+    producer.flush(30)
+    wait_until_stored(users.client(ports, "reader"), "iopipe", before + after, "good histograms around bad ones")
+
+
+def test_a_replayed_topic_is_stored_once(migrated):
+    ports, users = migrated
+    fleet = warehouse_fixture.fleet(int(time.time()), f"re{uuid.uuid4().hex[:6]}")
+    records = [r for r in fleet.records if r["schema"] != "io.hist.v1"]  # rollups add up what they are sent
+    reader = users.client(ports, "reader")
+    produce(ports.brokers, records)
+    wait_until_stored(reader, "iopipe", records, "first delivery")
+    produce(ports.brokers, records)
+    time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s)
+    for table in ("windows", "diskstats", "anomalies", "health"):
+        rows = reader.rows(f"SELECT count() FROM iopipe.{table} FINAL WHERE host LIKE '{fleet.host_a[:-2]}%'")
+        assert int(rows[0][0]) == sum(1 for r in records if migrate.kafka_table_of(
+            warehouse_fixture.TOPICS[r["schema"]]) == f"{table}_kafka"), table
+
+
+def shifted_to_now(records):
+    """The records moved to the present, on a whole minute, so the live job's windows and
+    the tables' partitions see today's data."""
+    first = min(scenarios.time_of(r) for r in records)
+    shift = (time.time_ns() - first) // (60 * NS) * (60 * NS)
+    fields = ("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns")
+    return [{**r, **{f: r[f] + shift for f in fields if f in r}} for r in records]
+
+
+def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
+    """S1 (a dusty disk) through Kafka, the live job and ClickHouse: every raw record
+    stored once, the latency rollups counting every I/O, the job's anomaly arriving."""
+    host = f"live-{uuid.uuid4().hex[:6]}"
+    records = shifted_to_now([{**r, "host": host} for r in scenarios.generate("S1")])
+    produce(pipeline.ports.brokers, records)
+    took = wait_until_stored(pipeline.reader, "iopipe", records, "S1's raw records in ClickHouse")
+    stack.say(f"S1's {len(records)} raw records stored within {took:.1f} s of being sent")
+
+    device = [r for r in records if r["schema"] == "io.hist.v1" and r["latency"] == "device"]
+    rolled = pipeline.reader.rows(
+        f"SELECT disk, sumMerge(count) FROM iopipe.latency_1m WHERE host = '{host}' AND latency = 'device' GROUP BY disk")
+    assert {disk: int(n) for disk, n in rolled} == {
+        disk: sum(r["count"] for r in device if r["disk"] == disk) for disk in {r["disk"] for r in device}}
+
+    anomalies = stack.wait_for("S1's failing disk in ClickHouse", lambda: pipeline.reader.rows(
+        f"SELECT kind, severity FROM iopipe.anomalies FINAL WHERE host = '{host}' AND disk = 'sdb'"), timeout_s=120)
+    assert ("failing_disk", "critical") in anomalies or ("failing_disk", "warning") in anomalies, anomalies

@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS {db}.histograms_mv;
+DROP TABLE IF EXISTS {db}.histograms_kafka;
+DROP TABLE IF EXISTS {db}.histograms

@@ -1,0 +1,32 @@
+-- Kernel latency histograms (io.hist.v1): every I/O of one op on one disk over about a
+-- second, in log2 µs buckets ([2^i, 2^(i+1)), index 0 also below 1 µs), for the device
+-- (D2C), queue and total (Q2C) latencies; the rollups of 0009 read the same stream. A replayed
+-- histogram has the same (host, disk, op, latency, start_ns) and replaces its twin.
+CREATE TABLE IF NOT EXISTS {db}.histograms
+(
+    host String,
+    disk String,
+    op String,
+    latency String,
+    start_ns UInt64,
+    end_ns UInt64,
+    start DateTime,
+    buckets_log2_us Array(UInt64),
+    count UInt64,
+    sum_us UInt64,
+    max_us UInt64,
+    errors UInt64
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMMDD(start)
+ORDER BY (host, disk, op, latency, start_ns);
+
+CREATE TABLE IF NOT EXISTS {db}.histograms_kafka AS {db}.histograms
+ENGINE = Kafka('{kafka_brokers}', 'io.hist.v1', '{kafka_group}-histograms', 'JSONEachRow', '\n');
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.histograms_mv TO {db}.histograms AS
+SELECT
+    host, disk, op, latency, start_ns, end_ns,
+    toDateTime(intDiv(start_ns, 1000000000)) AS start,
+    buckets_log2_us, count, sum_us, max_us, errors
+FROM {db}.histograms_kafka

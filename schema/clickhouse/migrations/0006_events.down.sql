@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS {db}.events_mv;
+DROP TABLE IF EXISTS {db}.events_kafka;
+DROP TABLE IF EXISTS {db}.events

@@ -1,0 +1,90 @@
+-- Latency rollups per disk, op and latency kind: 1 min, 1 h and 1 day. Each keeps the
+-- summed histogram as an aggregate state, so any range merges exactly: a month's p99 or
+-- heatmap is computed from the month's buckets, never from averages of averages.
+--   buckets: sumForEachMerge(buckets_log2_us) -> the log2 µs histogram
+--   count, errors, sum_us: sumMerge;  max_us: maxMerge
+-- Every level is fed from the Kafka table directly, like the histograms table: ClickHouse
+-- 18.16 does not pass a view's inserts on to the views of its target table. Each level
+-- is exact either way.
+-- The sorting key starts with the coarser period, so a fleet-wide query over the last hour
+-- and one disk's day both read only their own granules.
+CREATE TABLE IF NOT EXISTS {db}.latency_1m
+(
+    host String,
+    disk String,
+    op String,
+    latency String,
+    minute DateTime,
+    buckets_log2_us AggregateFunction(sumForEach, Array(UInt64)),
+    count AggregateFunction(sum, UInt64),
+    errors AggregateFunction(sum, UInt64),
+    sum_us AggregateFunction(sum, UInt64),
+    max_us AggregateFunction(max, UInt64)
+)
+ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMMDD(minute)
+ORDER BY (toStartOfHour(minute), host, disk, op, latency, minute);
+
+CREATE TABLE IF NOT EXISTS {db}.latency_1h
+(
+    host String,
+    disk String,
+    op String,
+    latency String,
+    hour DateTime,
+    buckets_log2_us AggregateFunction(sumForEach, Array(UInt64)),
+    count AggregateFunction(sum, UInt64),
+    errors AggregateFunction(sum, UInt64),
+    sum_us AggregateFunction(sum, UInt64),
+    max_us AggregateFunction(max, UInt64)
+)
+ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(hour)
+ORDER BY (toStartOfDay(hour), host, disk, op, latency, hour);
+
+CREATE TABLE IF NOT EXISTS {db}.latency_1d
+(
+    host String,
+    disk String,
+    op String,
+    latency String,
+    day Date,
+    buckets_log2_us AggregateFunction(sumForEach, Array(UInt64)),
+    count AggregateFunction(sum, UInt64),
+    errors AggregateFunction(sum, UInt64),
+    sum_us AggregateFunction(sum, UInt64),
+    max_us AggregateFunction(max, UInt64)
+)
+ENGINE = AggregatingMergeTree
+PARTITION BY toYear(day)
+ORDER BY (host, disk, op, latency, day);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1m_mv TO {db}.latency_1m AS
+SELECT
+    host, disk, op, latency,
+    toStartOfMinute(toDateTime(intDiv(start_ns, 1000000000))) AS minute,
+    sumForEachState(buckets_log2_us) AS buckets_log2_us,
+    sumState(count) AS count, sumState(errors) AS errors,
+    sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
+FROM {db}.histograms_kafka
+GROUP BY host, disk, op, latency, minute;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1h_mv TO {db}.latency_1h AS
+SELECT
+    host, disk, op, latency,
+    toStartOfHour(toDateTime(intDiv(start_ns, 1000000000))) AS hour,
+    sumForEachState(buckets_log2_us) AS buckets_log2_us,
+    sumState(count) AS count, sumState(errors) AS errors,
+    sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
+FROM {db}.histograms_kafka
+GROUP BY host, disk, op, latency, hour;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1d_mv TO {db}.latency_1d AS
+SELECT
+    host, disk, op, latency,
+    toDate(toDateTime(intDiv(start_ns, 1000000000))) AS day,
+    sumForEachState(buckets_log2_us) AS buckets_log2_us,
+    sumState(count) AS count, sumState(errors) AS errors,
+    sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
+FROM {db}.histograms_kafka
+GROUP BY host, disk, op, latency, day

@@ -1,0 +1,3 @@
+ALTER TABLE {db}.diskstats REMOVE TTL;
+ALTER TABLE {db}.histograms REMOVE TTL;
+ALTER TABLE {db}.events REMOVE TTL

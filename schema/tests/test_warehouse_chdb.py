@@ -1,0 +1,84 @@
+"""The ClickHouse schema and cookbook on the modern engine (chdb 26.x): migrations up and
+down, ingestion through the Kafka tables' views, and every cookbook query's answer.
+The same checks run against the 18.16 server through real Kafka in
+integration-tests/test_warehouse.py."""
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+SCHEMA = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(SCHEMA / "clickhouse"), str(SCHEMA / "queries"), str(Path(__file__).resolve().parent)]
+import cookbook  # noqa: E402
+import migrate  # noqa: E402
+import warehouse_fixture  # noqa: E402
+from chdb_engine import ChdbEngine  # noqa: E402
+from test_contract import load_schema  # noqa: E402
+
+# What the server's ingestion profile sets (infra/clickhouse/users.xml), for direct inserts.
+INGESTION_SETTINGS = "input_format_skip_unknown_fields = 1, input_format_import_nested_json = 1"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    engine = ChdbEngine(tmp_path_factory.mktemp("chdb"))
+    yield engine
+    engine.close()
+
+
+def ingest(engine, db, fleet):
+    """Each record kind into its Kafka table: a Null table here, whose views fill the tables."""
+    for record, topic in warehouse_fixture.TOPICS.items():
+        rows = fleet.ndjson(record)
+        if rows:
+            table = migrate.kafka_table_of(topic)
+            engine.query(f"INSERT INTO {db}.{table} SETTINGS {INGESTION_SETTINGS} FORMAT JSONEachRow\n{rows}")
+
+
+def runner(engine, db):
+    def run(name, params):
+        text = engine.query(cookbook.render(name, params, db) + "\nFORMAT JSONEachRow")
+        return [json.loads(line) for line in text.splitlines()]
+    return run
+
+
+def test_up_then_down_leaves_nothing(engine):
+    db = f"updown_{uuid.uuid4().hex[:8]}"
+    migrator = migrate.Migrator(engine, db=db, log=lambda _: None)
+    migrator.up()
+    assert migrator.skipped == [], "chdb is a modern engine: nothing may be skipped"
+    assert {m.version for m in migrate.discover()} == migrator.applied()
+    migrator.down()
+    assert engine.rows(f"SELECT count() FROM system.databases WHERE name = '{db}'") == [("0",)]
+    assert engine.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
+
+
+def test_every_cookbook_query_answers_on_the_modern_engine(engine):
+    assert warehouse_fixture.checked_queries() == set(cookbook.names()), "every cookbook query has a check"
+    db = f"cookbook_{uuid.uuid4().hex[:8]}"
+    migrate.Migrator(engine, db=db, log=lambda _: None).up()
+    fleet = warehouse_fixture.fleet(int(time.time()), "chdb")
+    ingest(engine, db, fleet)
+    warehouse_fixture.check_cookbook(fleet, runner(engine, db), ingested_by_s=int(time.time()))
+
+
+def test_a_replayed_record_is_stored_once(engine):
+    db = f"replay_{uuid.uuid4().hex[:8]}"
+    migrate.Migrator(engine, db=db, log=lambda _: None).up()
+    fleet = warehouse_fixture.fleet(int(time.time()), "replay")
+    ingest(engine, db, fleet)
+    ingest(engine, db, fleet)
+    for record, topic in warehouse_fixture.TOPICS.items():
+        if fleet.by_schema(record):
+            table = migrate.kafka_table_of(topic).removesuffix("_kafka")
+            stored = engine.rows(f"SELECT count() FROM {db}.{table} FINAL")[0][0]
+            assert int(stored) == len(fleet.by_schema(record)), table
+
+
+def test_the_fleets_records_keep_the_record_contract():
+    for record in warehouse_fixture.fleet(int(time.time()), "contract").records:
+        jsonschema.Draft202012Validator(load_schema(record["schema"])).validate(record)
