@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration demo down detect dashboards bench bench-agent bench-jobs
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration demo down detect dashboards bench bench-agent bench-jobs bench-warehouse
 
 help:
 	@echo "make demo    start the stack and show this machine's disks through the pipeline"
@@ -21,7 +21,7 @@ help:
 	@echo "make test-unit   the fast loop: schema, agent and job unit tests"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
 	@echo "make down    stop everything the demo started"
-	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md and stream-jobs/bench/RESULTS.md"
+	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md, stream-jobs/bench/RESULTS.md, schema/bench/RESULTS.md"
 
 deps: $(VENV)/.installed
 	@bash infra/bootstrap.sh
@@ -85,11 +85,15 @@ detect:
 	@$(MAKE) -s $(JOB_JAR) >&2  # stdout carries the verdicts only
 	@stream-jobs/bin/iopipe-detect --input "$(INPUT)" --output "$(OUTPUT)" $(if $(REJECTS),--rejects "$(REJECTS)")
 
-bench: bench-agent bench-jobs
+bench: bench-agent bench-jobs bench-warehouse
 
 # IOPS at maximum rate with and without the agent and its peers, side by side.
 bench-agent: agent
 	@python3 agent/bench/overhead.py --agent $(AGENT_BIN)
+
+# ClickHouse with 10,000 disks x 7 days of 1 min rows: insert rate, bytes per disk-day, cookbook latency.
+bench-warehouse: deps images
+	@python3 schema/bench/warehouse.py
 
 # The stream job graph's records/s against a plain Kafka consumer; state bytes per disk.
 bench-jobs: deps $(JOB_JAR) images

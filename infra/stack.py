@@ -286,6 +286,16 @@ def container_alive(container):
     return True
 
 
+def start_container(image, ports, users=None, prefix="iopipe-bench"):
+    """`docker run -d --rm` of one of the stack's images on the host network, configured
+    by `ports` (and `users` for ClickHouse); returns the container's name."""
+    name = f"{prefix}-{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:8]}"
+    env = {**ports.env(), **(users.env() if users else {})}
+    run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host",
+         *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")), image], stdout=subprocess.DEVNULL)
+    return name
+
+
 def wait_until_ready(ports, containers):
     """`containers`: service name -> container name, for kafka, clickhouse and (if started) the Flink pair."""
     def alive_and(check):

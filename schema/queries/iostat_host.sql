@@ -1,8 +1,8 @@
--- iostat -x of one host: what `iostat -x 10` would have printed over the last minutes,
--- one row per disk per 10 s window, with sysstat's column names. The rates are the
--- kernel's counters over each window, computed as sysstat computes them.
+-- iostat -x of one host: what `iostat -x 10` (or `iostat -x 60`) would have printed over
+-- the last minutes, one row per disk per window, with sysstat's column names. The rates
+-- are the kernel's counters over each window, computed as sysstat computes them.
 --
--- Parameters: host (String), minutes (UInt32).
+-- Parameters: host (String), window_s (UInt32: 10 or 60), minutes (UInt32).
 -- Reads: windows, one host's range.
 SELECT
     window_start AS time,
@@ -26,6 +26,6 @@ SELECT
     round(queue_size, 2) AS `aqu-sz`,
     round(util_pct, 2) AS `%util`
 FROM iopipe.windows FINAL
-WHERE host = {host:String} AND op = 'all' AND window_s = 10
+WHERE host = {host:String} AND op = 'all' AND window_s = {window_s:UInt32}
   AND window_start >= now() - {minutes:UInt32} * 60
 ORDER BY time, disk

@@ -213,7 +213,7 @@ def check_suspect_to_failing(f, run):
 
 
 def check_iostat(f, run):
-    rows = run("iostat_host", {"host": f.host_a, "minutes": 5})
+    rows = run("iostat_host", {"host": f.host_a, "window_s": 10, "minutes": 5})
     assert [(r["disk"], float(r["%util"])) for r in rows] == [
         (disk, util) for _ in range(3) for disk, util in (("sda", 12.5), ("sdb", 99.0))]
     assert all(float(r["r/s"]) == 7.3 for r in rows)

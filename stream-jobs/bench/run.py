@@ -7,7 +7,6 @@ against it, stops Kafka. Results: stream-jobs/bench/RESULTS.md.
 import argparse
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,10 +17,7 @@ JOBS = REPO / "stream-jobs"
 
 
 def start_kafka(ports):
-    name = f"iopipe-bench-kafka-{uuid.uuid4().hex[:8]}"
-    env = [arg for key, value in ports.env().items() for arg in ("-e", f"{key}={value}")]
-    subprocess.run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host", *env, "iopipe/kafka:dev"],
-                   check=True, stdout=subprocess.DEVNULL)
+    name = stack.start_container("iopipe/kafka:dev", ports)
     stack.wait_for("Kafka topics", lambda: stack.container_alive(name)
                    and stack.container_log_contains(name, "iopipe: topics ready"))
     return name
