@@ -83,15 +83,15 @@ FROM (
 """
 
 
-def rollup_insert(target, source, period, period_expr, start_col, day_start_s):
+def rollup_insert(target, source, period_expr, day_start_s):
     return f"""
 INSERT INTO iopipe.{target}
-SELECT host, disk, op, latency, {period_expr} AS {period},
+SELECT host, disk, op, latency, {period_expr} AS rolled,
     sumForEachMergeState(buckets_log2_us), sumMergeState(count), sumMergeState(errors),
     sumMergeState(sum_us), maxMergeState(max_us)
 FROM iopipe.{source}
-WHERE {start_col} >= toDateTime({day_start_s}) AND {start_col} < toDateTime({day_start_s + 86400})
-GROUP BY host, disk, op, latency, {period}
+WHERE period >= toDateTime({day_start_s}) AND period < toDateTime({day_start_s + 86400})
+GROUP BY host, disk, op, latency, rolled
 """
 
 
@@ -136,9 +136,9 @@ def generate(client, args, start_s):
             stack.say(f"day {day + 1}/{args.days}: {table} {1440 * args.disks:,} rows in {seconds:.1f} s")
         day_start_s = start_s + day * 86400
         rollups["latency_1h"] += timed(client, rollup_insert(
-            "latency_1h", "latency_1m", "hour", "toStartOfHour(minute)", "minute", day_start_s))
+            "latency_1h", "latency_1m", "toStartOfHour(period)", day_start_s))
         rollups["latency_1d"] += timed(client, rollup_insert(
-            "latency_1d", "latency_1h", "day", "toDate(hour)", "hour", day_start_s))
+            "latency_1d", "latency_1h", "toStartOfDay(period)", day_start_s))
     for sql in small_tables(args, start_s, args.days):
         client.query(sql)
     return {t: tuple(v) for t, v in inserts.items()}, rollups

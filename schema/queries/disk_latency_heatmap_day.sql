@@ -10,10 +10,10 @@ SELECT
     ios
 FROM
 (
-    SELECT minute, sumForEachMerge(buckets_log2_us) AS h
+    SELECT period AS minute, sumForEachMerge(buckets_log2_us) AS h
     FROM iopipe.latency_1m
     WHERE host = {host:String} AND disk = {disk:String} AND latency = 'device'
-      AND minute >= toDateTime({day:Date}) AND minute < toDateTime({day:Date}) + 86400
+      AND period >= toDateTime({day:Date}) AND period < toDateTime({day:Date}) + 86400
     GROUP BY minute
 )
 ARRAY JOIN h AS ios, arrayEnumerate(h) AS bucket

@@ -38,7 +38,7 @@ FROM
                 sumMerge(sum_us) AS sum_us,
                 arrayFirstIndex(c -> c >= 0.99 * ios, cum) AS i99
             FROM iopipe.latency_1h
-            WHERE host = {host:String} AND latency = 'device' AND hour >= toStartOfHour(now() - 86400)
+            WHERE host = {host:String} AND latency = 'device' AND period >= toStartOfHour(now() - 86400)
               AND disk IN
               (
                   SELECT disk FROM iopipe.disk_inventory FINAL

@@ -28,7 +28,7 @@ FROM
         maxMerge(max_us) AS max_us,
         arrayFirstIndex(c -> c >= 0.99 * ios, cum) AS i99
     FROM iopipe.latency_1m
-    WHERE latency = 'device' AND minute >= toStartOfMinute(now() - 3600)
+    WHERE latency = 'device' AND period >= toStartOfMinute(now() - 3600)
     GROUP BY host, disk
     HAVING ios >= 100
 )

@@ -1,4 +1,5 @@
--- Latency rollups per disk, op and latency kind: 1 min, 1 h and 1 day. Each keeps the
+-- Latency rollups per disk, op and latency kind: 1 min, 1 h and 1 day (period: the
+-- start of the minute, hour or day; the three tables have the same columns). Each keeps the
 -- summed histogram as an aggregate state, so any range merges exactly: a month's p99 or
 -- heatmap is computed from the month's buckets, never from averages of averages.
 --   buckets: sumForEachMerge(buckets_log2_us) -> the log2 µs histogram
@@ -14,7 +15,7 @@ CREATE TABLE IF NOT EXISTS {db}.latency_1m
     disk String,
     op String,
     latency String,
-    minute DateTime,
+    period DateTime,
     buckets_log2_us AggregateFunction(sumForEach, Array(UInt64)),
     count AggregateFunction(sum, UInt64),
     errors AggregateFunction(sum, UInt64),
@@ -22,69 +23,45 @@ CREATE TABLE IF NOT EXISTS {db}.latency_1m
     max_us AggregateFunction(max, UInt64)
 )
 ENGINE = AggregatingMergeTree
-PARTITION BY toYYYYMMDD(minute)
-ORDER BY (toStartOfHour(minute), host, disk, op, latency, minute);
+PARTITION BY toYYYYMMDD(period)
+ORDER BY (toStartOfHour(period), host, disk, op, latency, period);
 
-CREATE TABLE IF NOT EXISTS {db}.latency_1h
-(
-    host String,
-    disk String,
-    op String,
-    latency String,
-    hour DateTime,
-    buckets_log2_us AggregateFunction(sumForEach, Array(UInt64)),
-    count AggregateFunction(sum, UInt64),
-    errors AggregateFunction(sum, UInt64),
-    sum_us AggregateFunction(sum, UInt64),
-    max_us AggregateFunction(max, UInt64)
-)
+CREATE TABLE IF NOT EXISTS {db}.latency_1h AS {db}.latency_1m
 ENGINE = AggregatingMergeTree
-PARTITION BY toYYYYMM(hour)
-ORDER BY (toStartOfDay(hour), host, disk, op, latency, hour);
+PARTITION BY toYYYYMM(period)
+ORDER BY (toStartOfDay(period), host, disk, op, latency, period);
 
-CREATE TABLE IF NOT EXISTS {db}.latency_1d
-(
-    host String,
-    disk String,
-    op String,
-    latency String,
-    day Date,
-    buckets_log2_us AggregateFunction(sumForEach, Array(UInt64)),
-    count AggregateFunction(sum, UInt64),
-    errors AggregateFunction(sum, UInt64),
-    sum_us AggregateFunction(sum, UInt64),
-    max_us AggregateFunction(max, UInt64)
-)
+CREATE TABLE IF NOT EXISTS {db}.latency_1d AS {db}.latency_1m
 ENGINE = AggregatingMergeTree
-PARTITION BY toYear(day)
-ORDER BY (host, disk, op, latency, day);
+PARTITION BY toYear(period)
+ORDER BY (host, disk, op, latency, period);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1m_mv TO {db}.latency_1m AS
 SELECT
     host, disk, op, latency,
-    toStartOfMinute(toDateTime(intDiv(start_ns, 1000000000))) AS minute,
+    toStartOfMinute(toDateTime(intDiv(start_ns, 1000000000))) AS period,
     sumForEachState(buckets_log2_us) AS buckets_log2_us,
     sumState(count) AS count, sumState(errors) AS errors,
     sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
 FROM {db}.histograms_kafka
-GROUP BY host, disk, op, latency, minute;
+GROUP BY host, disk, op, latency, period;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1h_mv TO {db}.latency_1h AS
 SELECT
     host, disk, op, latency,
-    toStartOfHour(toDateTime(intDiv(start_ns, 1000000000))) AS hour,
+    toStartOfHour(toDateTime(intDiv(start_ns, 1000000000))) AS period,
     sumForEachState(buckets_log2_us) AS buckets_log2_us,
     sumState(count) AS count, sumState(errors) AS errors,
     sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
 FROM {db}.histograms_kafka
-GROUP BY host, disk, op, latency, hour;
+GROUP BY host, disk, op, latency, period;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1d_mv TO {db}.latency_1d AS
 SELECT
     host, disk, op, latency,
-    toDate(toDateTime(intDiv(start_ns, 1000000000))) AS day,
+    toStartOfDay(toDateTime(intDiv(start_ns, 1000000000))) AS period,
     sumForEachState(buckets_log2_us) AS buckets_log2_us,
     sumState(count) AS count, sumState(errors) AS errors,
     sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
 FROM {db}.histograms_kafka
-GROUP BY host, disk, op, latency, day
+GROUP BY host, disk, op, latency, period
