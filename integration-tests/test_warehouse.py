@@ -6,6 +6,7 @@ import json
 import sys
 import time
 import uuid
+from collections import Counter
 
 import pytest
 from confluent_kafka import Producer
@@ -41,10 +42,7 @@ def wait_until_stored(client, db, records, what):
     would show) of these hosts as were sent; returns the seconds it took."""
     hosts = sorted({r["host"] for r in records})
     where = "host IN (" + ", ".join(f"'{h}'" for h in hosts) + ")"
-    expected = {}
-    for r in records:
-        table = migrate.kafka_table_of(warehouse_fixture.TOPICS[r["schema"]]).removesuffix("_kafka")
-        expected[table] = expected.get(table, 0) + 1
+    expected = Counter(warehouse_fixture.stored_table(r["schema"]) for r in records)
     ios = sum(r["count"] for r in records if r["schema"] == "io.hist.v1")
 
     def stored():
@@ -55,7 +53,10 @@ def wait_until_stored(client, db, records, what):
         return rows
     want = {**expected, **{t: ios for t in ROLLUPS if ios}}
     started = time.monotonic()
-    stack.wait_for(what, lambda: all(n >= want[t] for t, n in stored().items()), timeout_s=120)
+    try:
+        stack.wait_for(what, lambda: all(n >= want[t] for t, n in stored().items()), timeout_s=120)
+    except TimeoutError:
+        pytest.fail(f"{what}: rows per table {stored()}, sent {want}")
     took = time.monotonic() - started
     time.sleep(2)  # a duplicate arriving just behind would be caught here
     assert stored() == want
@@ -110,10 +111,7 @@ def test_every_cookbook_query_answers_on_the_18_16_server(migrated):
     reader = users.client(ports, "reader")
     wait_until_stored(reader, "iopipe", fleet.records, "the fleet's records in ClickHouse")
 
-    def run(name, params):
-        text = reader.query(cookbook.render(name, params) + "\nFORMAT JSONEachRow")
-        return [json.loads(line) for line in text.splitlines()]
-    warehouse_fixture.check_cookbook(fleet, run, ingested_by_s=int(time.time()))
+    warehouse_fixture.check_cookbook(fleet, warehouse_fixture.cookbook_runner(reader), ingested_by_s=int(time.time()))
 
 
 def test_a_malformed_message_is_skipped_and_its_neighbours_kept(migrated):
@@ -138,10 +136,11 @@ def test_a_replayed_topic_is_stored_once(migrated):
     wait_until_stored(reader, "iopipe", records, "first delivery")
     produce(ports.brokers, records)
     time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s)
-    for table in ("windows", "diskstats", "anomalies", "health"):
+    sent = Counter(warehouse_fixture.stored_table(r["schema"]) for r in records)
+    assert set(sent) == {"windows", "diskstats", "anomalies", "health"}
+    for table, n in sent.items():
         rows = reader.rows(f"SELECT count() FROM iopipe.{table} FINAL WHERE host LIKE '{fleet.host_a[:-2]}%'")
-        assert int(rows[0][0]) == sum(1 for r in records if migrate.kafka_table_of(
-            warehouse_fixture.TOPICS[r["schema"]]) == f"{table}_kafka"), table
+        assert int(rows[0][0]) == n, table
 
 
 def shifted_to_now(records):

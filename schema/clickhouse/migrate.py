@@ -18,6 +18,7 @@ encodings) that nothing else depends on.
     migrate.py status
 """
 import argparse
+import functools
 import os
 import re
 import sys
@@ -110,8 +111,9 @@ def discover(directory=MIGRATIONS_DIR):
 KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)[^;]*?ENGINE = Kafka\('\{kafka_brokers\}', '([\w.]+)'", re.S)
 
 
+@functools.lru_cache(maxsize=1)
 def kafka_tables():
-    """{topic: Kafka engine table} as the migrations create them."""
+    """{topic: Kafka engine table} as the migrations create them (read once per process)."""
     return {topic: table for m in discover() for table, topic in KAFKA_TABLE.findall(m.up.read_text())}
 
 

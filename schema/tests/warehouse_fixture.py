@@ -9,11 +9,16 @@ histograms independently of the SQL), except where a comment gives them by hand.
 """
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(SCHEMA_DIR / "clickhouse"), str(SCHEMA_DIR / "queries")]
+import cookbook  # noqa: E402
+import migrate  # noqa: E402
+
 TOPICS = {t["record"]: t["name"] for t in json.loads((SCHEMA_DIR / "topics.json").read_text())["topics"]}
 WINDOW_TEMPLATE = json.loads((SCHEMA_DIR / "examples/io.window.v1.valid.ndjson").read_text().splitlines()[0])
 
@@ -23,6 +28,19 @@ HDD_MODEL = "ST4000NM0035-1V4107"
 NVME_MODEL = "SAMSUNG MZ1LB960HAJQ-00007"
 BUCKET_4MS, BUCKET_1S, BUCKET_64US = 12, 20, 6
 NS = 1_000_000_000
+
+
+def stored_table(record_schema):
+    """The table a record lands in: each Kafka table is named after the table its view fills."""
+    return migrate.kafka_table_of(TOPICS[record_schema]).removesuffix("_kafka")
+
+
+def cookbook_runner(client, db="iopipe"):
+    """`run(name, params)`: a cookbook query on `client` (server or chdb), rows as dicts."""
+    def run(name, params):
+        text = client.query(cookbook.render(name, params, db) + "\nFORMAT JSONEachRow")
+        return [json.loads(line) for line in text.splitlines()]
+    return run
 
 
 def buckets(counts):
