@@ -1,13 +1,14 @@
 """The agent's sampled events on a real block device with a known latency shape: every
 outlier appears (over the disk's own threshold and over the fixed ceiling), a cluster of
-outliers records every I/O for a while, and the per-disk budget drops are counted."""
+outliers records every I/O for a while, so does a quiet disk, and the per-disk budget
+drops are counted."""
 import json
 import time
 from pathlib import Path
 
 import jsonschema
 
-from faultdisk import BLOCK, FaultDisk, timed_direct_reads
+from faultdisk import BLOCK, FaultDisk, timed_direct_reads, write_burst
 from tracing_agent import TracingAgent
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,7 +84,7 @@ def test_every_io_over_the_ceiling_is_an_event(agent_bin):
 def test_a_cluster_of_outliers_records_every_io_for_a_while(agent_bin):
     with FaultDisk(BASE) as disk:
         agent = TracingAgent(agent_bin, "--outlier-ceiling-ms", "10", "--uniform-every", "0",
-                             "--cluster-outliers", "5", "--recorder-seconds", "3")
+                             "--cluster-outliers", "5", "--recorder-seconds", "3", "--quiet-ios", "0")
         timed_direct_reads(disk.device, 100, first_block=0)
         # 12 slow reads in about 0.2 s: at least 6 fall within one second.
         disk.set_profile("units=1 read_us=15000")
@@ -101,6 +102,31 @@ def test_a_cluster_of_outliers_records_every_io_for_a_while(agent_bin):
     assert not set(read_sectors(100, first_block=3000)) & recorded, "the recording ended"
     assert not set(read_sectors(100, first_block=0)) & recorded, "nothing was recorded before the cluster"
     assert agent.counters()["recorder_starts_cluster"] >= 1
+
+
+def test_every_io_of_a_quiet_disk_is_recorded_and_a_busy_disks_are_not(agent_bin):
+    """S3's shape: a burst of 11 writes on an idle disk that serves one at a time. No
+    outlier threshold can exist for so few I/Os; each is recorded, depth and all."""
+    with FaultDisk("units=1 write_us=19000 read_us=2500") as disk:
+        agent = TracingAgent(agent_bin, "--uniform-every", "0")
+        time.sleep(1.5)  # a second with no I/O: the disk is quiet
+        burst_ns = time.time_ns()
+        assert write_burst(disk.device, 11) == 11
+        time.sleep(1.1)
+        busy_ns = time.time_ns() + 1_000_000_000  # one busy second in, the disk is not quiet
+        timed_direct_reads(disk.device, 1000)
+        records = agent.stop()
+        name = disk.name
+
+    burst = sorted((e for e in events_of(records, name, "recorder") if e["op"] == "W"), key=lambda e: e["complete_ns"])
+    assert len(burst) == 11, burst
+    assert all(e["issue_ns"] >= burst_ns and e["sample_weight"] == 1 for e in burst)
+    assert max(e["issue_ns"] for e in burst) - min(e["issue_ns"] for e in burst) < 5_000_000, "submitted together"
+    device_ms = [(e["complete_ns"] - e["issue_ns"]) / 1e6 for e in burst]
+    assert all(19 * (k + 1) <= ms < 19 * (k + 1) + 15 for k, ms in enumerate(device_ms)), device_ms
+    assert max(e["inflight"] for e in burst) >= 10, [e["inflight"] for e in burst]
+    busy = [e for e in events_of(records, name) if e["op"] == "R" and e["issue_ns"] >= busy_ns]
+    assert not busy, f"{len(busy)} reads of a disk at 400 I/Os a second recorded"
 
 
 def test_the_per_disk_budget_bounds_events_and_counts_every_drop(agent_bin):

@@ -70,8 +70,9 @@ def test_every_io_is_counted_once_in_the_bucket_of_its_latency(agent_bin, attach
     assert [r["tracing"] for r in records if r["schema"] == "io.agent.v1"][-1] == attachment
     reads = hists_of(records, name, "R", "device")
     writes = hists_of(records, name, "W", "device")
-    assert sum(h["count"] for h in reads) == 300 == after["reads_completed"] - before["reads_completed"]
-    assert sum(h["count"] for h in writes) == 100 == after["writes_completed"] - before["writes_completed"]
+    counted = (sum(h["count"] for h in reads), sum(h["count"] for h in writes))
+    completed = (after["reads_completed"] - before["reads_completed"], after["writes_completed"] - before["writes_completed"])
+    assert counted == completed == (300, 100), agent.counters()
     buckets = merged_buckets(reads)
     assert_same_shape(buckets, Counter(log2_bucket(ms) for ms in latencies), 300)
     assert buckets[11] >= 297, f"the injected {BASE_US} us lands in [2048, 4096) us: {buckets}"
@@ -88,7 +89,7 @@ def test_retries_show_as_the_modes_of_the_histogram(agent_bin):
         name = disk.name
 
     buckets = merged_buckets(hists_of(records, name, "R", "device"))
-    assert sum(buckets.values()) == 400
+    assert sum(buckets.values()) == 400, agent.counters()
     assert_same_shape(buckets, Counter(log2_bucket(ms) for ms in latencies), 400)
     modes = {11: "2.5 ms", 13: "2.5 + 8.3 ms", 14: "2.5 + 16.7 or 25 ms"}
     assert all(buckets[b] > 0 for b in modes), buckets

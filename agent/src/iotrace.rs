@@ -56,6 +56,8 @@ pub struct SamplingConfig {
     pub cluster_outliers: u64,
     /// Request queues the kernel's per-disk tables hold; 0: sized from the host.
     pub max_disks: u32,
+    /// A disk with fewer completions than this in the last second has every I/O recorded; 0: off.
+    pub quiet_ios: u64,
 }
 
 /// The kernel numbers request queues from 0 and reuses the lowest free number, so the
@@ -199,6 +201,7 @@ impl IoTrace {
         rodata.budget_per_second = sampling.budget_per_second;
         rodata.recorder_ns = sampling.recorder_ns;
         rodata.cluster_outliers = sampling.cluster_outliers;
+        rodata.quiet_ios = sampling.quiet_ios;
         open.maps.disks.set_max_entries(disk_table)?;
         open.maps.hists.set_max_entries(disk_table)?;
         let btf = attachment == Attachment::TpBtf;

@@ -162,6 +162,11 @@ struct SamplingArgs {
     /// 64). Raise it when the agent reports disk_map_full.
     #[arg(long, default_value_t = 0)]
     max_disks: u32,
+    /// A disk with fewer completions than this in the last second is quiet: every I/O of it
+    /// is recorded, so a burst on a near-idle disk or a dying disk's few slow reads arrive
+    /// whole, at a cost bounded by the quietness itself (0: off).
+    #[arg(long, default_value_t = 20)]
+    quiet_ios: u64,
 }
 
 impl SamplingArgs {
@@ -180,6 +185,7 @@ impl SamplingArgs {
             recorder_ns: self.recorder_seconds.saturating_mul(1_000_000_000),
             cluster_outliers: self.cluster_outliers.max(1),
             max_disks: self.max_disks,
+            quiet_ios: self.quiet_ios,
         })
     }
 }

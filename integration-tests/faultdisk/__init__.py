@@ -10,6 +10,7 @@ Needs root, /dev/fuse and libfuse3 (infra/bootstrap.sh installs it). The server 
 built once per source version and cached under $IOPIPE_CACHE.
 """
 import hashlib
+import json
 import mmap
 import os
 import shutil
@@ -142,3 +143,19 @@ def direct_writes(device, count, first_block=8192):
             os.pwritev(fd, [buffer], (first_block + i) * BLOCK)
     finally:
         os.close(fd)
+
+
+def write_burst(device, count, block_bytes=8192, seed=0):
+    """`count` random writes submitted together in one io_submit (fio, libaio, O_DIRECT),
+    as a flush daemon writes back dirty buffers; returns the number fio completed."""
+    out = subprocess.run(["fio", "--name=burst", f"--filename={device}", "--rw=randwrite", f"--bs={block_bytes}",
+                          "--direct=1", "--ioengine=libaio", f"--iodepth={count}", f"--iodepth_batch_submit={count}",
+                          f"--number_ios={count}", f"--randseed={seed}", "--output-format=json"],
+                         capture_output=True, text=True, check=True).stdout
+    return fio_total_ios(out)
+
+
+def fio_total_ios(output):
+    """I/Os fio completed, every job and direction together, from its JSON report."""
+    report = json.loads(output[output.index("{"):])
+    return sum(job[direction]["total_ios"] for job in report["jobs"] for direction in ("read", "write", "trim"))

@@ -5,8 +5,8 @@
  * - in-flight depth at dispatch and errors;
  * - sampled events through a ring buffer: every outlier, a uniform 1/N, and a flight
  *   recorder of every I/O of a disk for a while when its outliers cluster or the agent
- *   sees its latency shape shift. A per-disk, per-second budget bounds the volume;
- *   every drop is counted. */
+ *   sees its latency shape shift, and every I/O of a quiet disk. A per-disk, per-second
+ *   budget bounds the volume; every drop is counted. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -36,6 +36,7 @@ const volatile u32 uniform_every = 1000;       /* 1/N of the other I/Os are samp
 const volatile u64 budget_per_second = 1000;   /* events per disk per second */
 const volatile u64 recorder_ns = 5000000000ULL; /* how long a flight recording lasts */
 const volatile u64 cluster_outliers = 8;       /* outliers of a disk in one second that start one, at least */
+const volatile u64 quiet_ios = 20;             /* a disk with fewer completions in the last second has all its I/Os recorded */
 
 /* Never written: makes struct event part of the object's BTF, so the agent's skeleton
  * has its type (a ring buffer map names no value type). */
@@ -191,6 +192,8 @@ static __always_inline struct disk_state *disk_state(u32 queue, struct disk_key 
 	state->second = 0;
 	state->events_in_second = 0;
 	state->outliers_in_second = 0;
+	state->ios_in_second = 0;
+	state->ios_last_second = 0;
 	__sync_lock_test_and_set(&state->owner, owner);
 	return state;
 }
@@ -313,17 +316,20 @@ static __always_inline int on_requeue(struct request *rq, const bool btf)
 static __always_inline int sample_reason(struct disk_key *key, struct disk_state *state, int op, u64 device_ns,
 					 u64 total_ns, u64 now)
 {
+	u64 second = now / NSEC_PER_SEC;
+	if (state->second != second) {
+		state->ios_last_second = state->second + 1 == second ? state->ios_in_second : 0;
+		state->second = second;
+		state->ios_in_second = 0;
+		state->events_in_second = 0;
+		state->outliers_in_second = 0;
+	}
+	__sync_fetch_and_add(&state->ios_in_second, 1);
 	struct disk_config *config = NULL;
 	if ((lowest_outlier_ns && device_ns > lowest_outlier_ns) || now < any_recording_until_ns)
 		config = bpf_map_lookup_elem(&disk_configs, key);
 	u64 threshold = config && op >= 0 && op < OPS ? config->outlier_ns[op] : 0;
 	bool outlier = total_ns > ceiling_ns || (threshold && device_ns > threshold);
-	u64 second = now / NSEC_PER_SEC;
-	if (state->second != second) {
-		state->second = second;
-		state->events_in_second = 0;
-		state->outliers_in_second = 0;
-	}
 	if (outlier) {
 		count(COUNTER_OUTLIERS);
 		if (!config) /* over the ceiling: rare enough to look its settings up */
@@ -336,6 +342,10 @@ static __always_inline int sample_reason(struct disk_key *key, struct disk_state
 		return SAMPLE_OUTLIER;
 	}
 	if (now < state->recorder_until_ns || (config && now < config->recorder_until_ns))
+		return SAMPLE_RECORDER;
+	/* A quiet disk has too few I/Os for a threshold to mean much, and they cost little:
+	 * a burst on a near-idle disk (S3) or a dying disk's few slow reads (S1) come whole. */
+	if (state->ios_last_second < quiet_ios)
 		return SAMPLE_RECORDER;
 	if (uniform_every && bpf_get_prandom_u32() % uniform_every == 0)
 		return SAMPLE_UNIFORM;

@@ -70,9 +70,11 @@ struct disk_state {
 	unsigned long long owner __attribute__((aligned(64)));
 	long long inflight;
 	unsigned long long recorder_until_ns; /* flight recorder started by an outlier cluster */
-	unsigned long long second;            /* the ktime second the two budgets below count */
+	unsigned long long second;            /* the ktime second the counts below count */
 	unsigned long long events_in_second;
 	unsigned long long outliers_in_second;
+	unsigned long long ios_in_second;
+	unsigned long long ios_last_second;   /* completions in the second before; 0 after an idle one */
 	struct tag_slot slots[TAG_SLOTS];
 };
 
