@@ -13,12 +13,13 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration demo down detect dashboards bench bench-agent bench-jobs bench-warehouse
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration test-e2e demo down detect dashboards bench bench-agent bench-jobs bench-warehouse
 
 help:
 	@echo "make demo    start the stack and show this machine's disks through the pipeline"
 	@echo "make test    every test (unit and integration), as CI runs it"
 	@echo "make test-unit   the fast loop: schema, agent and job unit tests"
+	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
 	@echo "make down    stop everything the demo started"
 	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md, stream-jobs/bench/RESULTS.md, schema/bench/RESULTS.md"
@@ -73,6 +74,10 @@ test-jobs:
 test-integration: $(VENV)/.installed agent $(JOB_JAR)
 	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"
 	@$(PYTHON) -m pytest -v integration-tests
+
+# The seed scenarios on fault disks through the whole pipeline; prints the figures.
+test-e2e: $(VENV)/.installed agent $(JOB_JAR) images
+	@$(PYTHON) -m pytest -v -s integration-tests/test_end_to_end.py
 
 demo: deps agent $(JOB_JAR) images
 	@python3 infra/demo.py

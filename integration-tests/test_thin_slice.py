@@ -4,12 +4,10 @@ ClickHouse ingests them; the rows must equal what the diskstats deltas imply."""
 import json
 import math
 import subprocess
-import time
 import uuid
 
-from confluent_kafka import Consumer
-
 import iostat_reference
+from kafka_records import consume_host
 import stack
 
 WINDOW_S = 10
@@ -37,27 +35,6 @@ def run_agent_with_disk_io(agent_bin, brokers, host, scratch):
     assert agent.returncode == 0, agent.stderr
     assert "kafka_failed 0, kafka_shed 0" in agent.stderr, agent.stderr
     return agent.stderr
-
-
-def consume_host(brokers, topic, host, idle_s=5):
-    """Every record of `host` on `topic`, read back from the beginning."""
-    consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"itest-{uuid.uuid4()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    records, last_new = [], time.monotonic()
-    try:
-        while time.monotonic() - last_new < idle_s:
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            record = json.loads(message.value())
-            if record["host"] == host:
-                assert message.key().decode() == f"{host}/{record['disk']}"
-                records.append(record)
-                last_new = time.monotonic()
-    finally:
-        consumer.close()
-    return records
 
 
 def clickhouse_windows(clickhouse, host):

@@ -32,6 +32,16 @@ public final class BimodalRetries {
 
     private BimodalRetries() {}
 
+    /**
+     * Retries interleave with first attempts all through a window, so every interval's
+     * median stays with the main mode. An interval whose median sits nearer the slower
+     * mode means the window spans a change of regime (a disk turning slow, a deeper
+     * queue): two modes in time, not retries.
+     */
+    static boolean changedRegime(OpLatency latency, Mode main, Mode slower) {
+        return latency.slowestIntervalMedianUs >= Math.sqrt(main.medianUs() * slower.medianUs());
+    }
+
     /** A run of bins around one peak: its weight and median latency. */
     record Mode(double medianUs, double weight) {}
 
@@ -62,6 +72,9 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         Mode retries = slower.get(0);
+        if (changedRegime(latency, main, retries)) {
+            return Optional.empty();
+        }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
         double total = shape.total();
         ObjectNode evidence = Evidence.of(w, op);

@@ -15,9 +15,21 @@ public class OpLatency {
     public long eventErrors;
     /** Sampled events of this op, whatever they weigh. */
     public long events;
+    /** The slowest median of the kernel's interval histograms merged here (µs); 0 if none. */
+    public double slowestIntervalMedianUs;
     /** Σ weight × in-flight depth at dispatch, and Σ weight, over the events that know their depth. */
     public double eventDepthSum;
     public double eventDepthWeight;
+
+    /** One interval of the kernel's device-time histogram. */
+    public void addDeviceInterval(long[] buckets, long count, long sumUs, long maxUs) {
+        device.addBuckets(buckets, count, sumUs, maxUs);
+        Log2Histogram interval = new Log2Histogram();
+        interval.addBuckets(buckets, count, sumUs, maxUs);
+        if (interval.count > 0) {
+            slowestIntervalMedianUs = Math.max(slowestIntervalMedianUs, interval.quantileUs(0.5));
+        }
+    }
 
     public boolean hasKernelHistograms() {
         return device.count > 0;
@@ -58,6 +70,7 @@ public class OpLatency {
         eventTotal.merge(o.eventTotal);
         eventErrors += o.eventErrors;
         events += o.events;
+        slowestIntervalMedianUs = Math.max(slowestIntervalMedianUs, o.slowestIntervalMedianUs);
         eventDepthSum += o.eventDepthSum;
         eventDepthWeight += o.eventDepthWeight;
         return this;

@@ -33,7 +33,7 @@ public final class WindowFunctions {
         static void addHist(OpLatency op, HistRecord h) {
             switch (h.latency) {
                 case "device" -> {
-                    op.device.addBuckets(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
+                    op.addDeviceInterval(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
                     // The same errors ride on all three kinds; count them once.
                     op.errors += h.errors;
                 }

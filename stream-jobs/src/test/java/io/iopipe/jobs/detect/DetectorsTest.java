@@ -69,6 +69,37 @@ class DetectorsTest {
     }
 
     @Test
+    void aWindowSpanningAChangeOfRegimeIsNotRetries() throws Exception {
+        // Five seconds of 4 ms reads, then five of 150 ms ones (a disk turning slow), in
+        // the kernel's one-second histograms; the same mix interleaved second by second is retries.
+        long[] fast = buckets(Log2Histogram.bucketOf(4_000), 250);
+        long[] slow = buckets(Log2Histogram.bucketOf(150_000), 7);
+        assertEquals(List.of(), verdicts(windowOfIntervals(List.of(fast, fast, fast, fast, fast, slow, slow, slow, slow, slow)),
+                new DiskHistory()));
+        long[] mixed = buckets(Log2Histogram.bucketOf(150_000), 7);
+        mixed[Log2Histogram.bucketOf(4_000)] = 250;
+        List<String> interleaved = verdicts(windowOfIntervals(java.util.Collections.nCopies(10, mixed)), new DiskHistory());
+        assertTrue(interleaved.contains("bimodal_retries warning"), interleaved.toString());
+    }
+
+    private static long[] buckets(int bucket, long count) {
+        long[] b = new long[bucket + 1];
+        b[bucket] = count;
+        return b;
+    }
+
+    private static DiskWindow windowOfIntervals(List<long[]> intervals) {
+        DiskWindow w = new SerialDisk("sdh", false).window();
+        OpLatency reads = w.op("R");
+        for (long[] b : intervals) {
+            long count = java.util.Arrays.stream(b).sum();
+            long maxUs = 1L << (b.length - 1);
+            reads.addDeviceInterval(b, count, count * maxUs, maxUs);
+        }
+        return w;
+    }
+
+    @Test
     void doesNotTakeTrackCacheHitsForRetries() throws Exception {
         DiskWindow w = new SerialDisk("sdf", true).closedLoop(1, "R", 4096,
                 () -> random.nextDouble() < 0.3 ? uniform(0.2, 0.4) : uniform(0.5, 9) + uniform(0, REVOLUTION_5400_MS)).window();
