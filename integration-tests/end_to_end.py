@@ -1,6 +1,6 @@
 """The seed scenarios on real block devices: a fault disk per scenario shaped as the seeds
 describe it, driven by the seeds' workload, traced by the real agent into the running
-pipeline. Used by test_end_to_end.py and by `make demo`.
+pipeline (test_end_to_end.py).
 
 A scenario's disk starts healthy (or idle) and turns bad at a known moment: its profile
 switches, or the workload's burst or depth begins. That moment is what time to detect
