@@ -9,6 +9,7 @@ second through its fault disk and runs alone. Figures: `make test-e2e` prints th
 writes them to $IOPIPE_CACHE/end-to-end.md."""
 import os
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -18,15 +19,18 @@ from pathlib import Path
 import pytest
 
 import stack
-from end_to_end import SCENARIOS, Run, play_together, scenario_disk
-from kafka_records import consume_host
+
+sys.path.insert(0, str(stack.REPO / "schema" / "queries"))
+import cookbook  # noqa: E402
+from end_to_end import SCENARIOS, Run, play_together, scenario_disk  # noqa: E402
+from kafka_records import consume_host  # noqa: E402
 
 GROUPS = (("S1", "S2", "S3", "S4", "S5"), ("S6",))
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "end-to-end.md"
 
 
 def sql_string(value):
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return cookbook.literal(value, "String")
 
 
 class Fleet:
