@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from faultdisk import FaultDisk, fio_total_ios, write_burst
+from faultdisk import FaultDisk, run_fio, total_ios, write_burst
 
 FAULT = "fault"
 DISK_MIB = 256
@@ -35,13 +35,10 @@ def dd_sequential_reads(device, seconds, marks):
 
 
 def fio(device, seconds, rw="randread", iodepth=1, block="16k", extra=()):
-    """fio for `seconds` with O_DIRECT; the I/Os it completed."""
+    """fio for `seconds`; the I/Os it completed."""
     engine = "psync" if iodepth == 1 else "libaio"
-    out = subprocess.run(["fio", "--name=scenario", f"--filename={device}", f"--rw={rw}", f"--bs={block}",
-                          "--direct=1", f"--ioengine={engine}", f"--iodepth={iodepth}", "--time_based",
-                          f"--runtime={seconds}", "--norandommap", "--output-format=json", *extra],
-                         capture_output=True, text=True, check=True).stdout
-    return fio_total_ios(out)
+    return total_ios(run_fio(device, f"--rw={rw}", f"--bs={block}", f"--ioengine={engine}", f"--iodepth={iodepth}",
+                             "--time_based", f"--runtime={seconds}", "--norandommap", *extra))
 
 
 def random_reads_qd1(device, seconds, marks):
@@ -58,9 +55,8 @@ def write_bursts(device, seconds, marks, every_s=3.0, size=11):
     """S3's workload: an idle disk but for a burst of 11 8 KiB random writes every few
     seconds, as fsflush writes back. The first burst is when the 'fault' begins."""
     deadline, issued, burst = time.monotonic() + seconds, 0, 0
+    marks[FAULT] = time.time()
     while time.monotonic() < deadline:
-        if burst == 0:
-            marks[FAULT] = time.time()
         issued += write_burst(device, size, seed=burst)
         burst += 1
         time.sleep(max(0.0, every_s - 0.25))

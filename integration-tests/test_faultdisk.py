@@ -2,25 +2,22 @@
 have: the kernel's own counters and per-I/O timings of direct reads agree with the
 profile, errors reach the application, and parallel capacity shows as a queue knee."""
 import errno
-import json
 import mmap
 import os
 import statistics
-import subprocess
 
 import pytest
 
-from faultdisk import BLOCK, FaultDisk, timed_direct_reads
+from faultdisk import BLOCK, FaultDisk, run_fio, timed_direct_reads
 
 REVOLUTION_7200_RPM_US = 8333
 
 
 
 def fio_mean_latency_ms(device, iodepth):
-    out = subprocess.run(["fio", "--name=qd", f"--filename={device}", "--direct=1", "--rw=randread", "--bs=16k",
-                          f"--iodepth={iodepth}", "--ioengine=libaio", "--runtime=2", "--time_based",
-                          "--output-format=json"], capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["jobs"][0]["read"]["clat_ns"]["mean"] / 1e6
+    report = run_fio(device, "--rw=randread", "--bs=16k", f"--iodepth={iodepth}", "--ioengine=libaio",
+                     "--runtime=2", "--time_based")
+    return report["jobs"][0]["read"]["clat_ns"]["mean"] / 1e6
 
 
 def test_fixed_latency_is_what_the_kernel_counts():

@@ -145,17 +145,21 @@ def direct_writes(device, count, first_block=8192):
         os.close(fd)
 
 
-def write_burst(device, count, block_bytes=8192, seed=0):
-    """`count` random writes submitted together in one io_submit (fio, libaio, O_DIRECT),
-    as a flush daemon writes back dirty buffers; returns the number fio completed."""
-    out = subprocess.run(["fio", "--name=burst", f"--filename={device}", "--rw=randwrite", f"--bs={block_bytes}",
-                          "--direct=1", "--ioengine=libaio", f"--iodepth={count}", f"--iodepth_batch_submit={count}",
-                          f"--number_ios={count}", f"--randseed={seed}", "--output-format=json"],
-                         capture_output=True, text=True, check=True).stdout
-    return fio_total_ios(out)
+def run_fio(device, *options):
+    """fio on `device` with O_DIRECT and `options`; its JSON report."""
+    out = subprocess.run(["fio", "--name=faultdisk", f"--filename={device}", "--direct=1", *options,
+                          "--output-format=json"], capture_output=True, text=True, check=True).stdout
+    return json.loads(out[out.index("{"):])
 
 
-def fio_total_ios(output):
-    """I/Os fio completed, every job and direction together, from its JSON report."""
-    report = json.loads(output[output.index("{"):])
+def total_ios(report):
+    """I/Os fio completed, every job and direction together."""
     return sum(job[direction]["total_ios"] for job in report["jobs"] for direction in ("read", "write", "trim"))
+
+
+def write_burst(device, count, block_bytes=8192, seed=0):
+    """`count` random writes submitted together in one io_submit (libaio), as a flush
+    daemon writes back dirty buffers; returns the number fio completed."""
+    return total_ios(run_fio(device, "--rw=randwrite", f"--bs={block_bytes}", "--ioengine=libaio",
+                             f"--iodepth={count}", f"--iodepth_batch_submit={count}", f"--number_ios={count}",
+                             f"--randseed={seed}"))
