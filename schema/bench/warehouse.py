@@ -107,6 +107,7 @@ def small_tables(args, start_s, days):
         f"""INSERT INTO iopipe.anomalies
             SELECT concat('bimodal:', host, '/', disk, ':', toString(s)), host, disk, 'bimodal_retries', 'warning',
                    s * 1000000000, (s + 10) * 1000000000, toDateTime(s), 'a retry mode at 2.1x the main one',
+                   '{{"device_p50_ms":2.1,"device_p99_ms":14.6,"gap_ms":8.33,"iostat":{{"aqu_sz":0.98,"util_pct":97.5}}}}',
                    toDateTime(s + 12), toUInt32(4294967295 - (s + 12))
             FROM (SELECT {fleet}, {start_s} + day * 86400 + d % 86400 AS s
                   FROM numbers({args.disks}) ARRAY JOIN range({days}) AS day WHERE d % {SLOW_TAIL_EVERY} = 7)""",
@@ -165,6 +166,7 @@ def query_params(args, start_s):
         "iostat_host": {"host": "host-0", "window_s": 60, "minutes": 60},
         "disk_vs_peers": {"host": "host-0", "disk": "sdh"},
         "time_to_detect": {"days": 7},
+        "anomalies_of_disk": {"host": "host-0", "disk": "sdh", "hours": 7 * 24},
     }
 
 

@@ -52,3 +52,8 @@ def test_topics_carry_known_records_keyed_by_disk():
     assert {t["record"] for t in topics} == set(NAMES)
     assert len({t["name"] for t in topics}) == len(topics)
     assert all(t["name"].endswith(".v1") and t["partitions"] >= 1 for t in topics)
+
+
+def test_an_anomalys_evidence_text_is_its_evidence():
+    for record in ndjson(SCHEMA / "examples" / "io.anomaly.v1.valid.ndjson"):
+        assert json.loads(record["evidence_json"]) == record["evidence"]

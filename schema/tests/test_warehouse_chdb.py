@@ -73,3 +73,13 @@ def test_a_replayed_record_is_stored_once(engine):
 def test_the_fleets_records_keep_the_record_contract():
     for record in warehouse_fixture.fleet(int(time.time()), "contract").records:
         jsonschema.Draft202012Validator(load_schema(record["schema"])).validate(record)
+
+
+def test_a_migration_run_again_after_an_interruption_finishes(engine):
+    db = f"rerun_{uuid.uuid4().hex[:8]}"
+    migrator = migrate.Migrator(engine, db=db, log=lambda _: None)
+    migrator.up()
+    for migration in migrate.discover():
+        migrator._run(migration, "up")  # as if its version had not been recorded
+    migrator.down()
+    assert engine.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]

@@ -28,6 +28,15 @@ HDD_MODEL = "ST4000NM0035-1V4107"
 NVME_MODEL = "SAMSUNG MZ1LB960HAJQ-00007"
 BUCKET_4MS, BUCKET_1S, BUCKET_64US = 12, 20, 6
 NS = 1_000_000_000
+# A failing disk's evidence as the job writes it; the event's comm has the characters
+# that quoting gets wrong.
+FAILING_EVIDENCE = {
+    "window_start_ns": 1, "window_end_ns": 2, "op": "R",
+    "device_histogram_us": {"131072-262143": 40, "1048576-2097151": 1},
+    "device_p50_ms": 180.5, "device_p99_ms": 1100.0, "device_max_ms": 1203.4,
+    "iostat": {"r_per_s": 4.1, "aqu_sz": 1.2, "util_pct": 99.5},
+    "worst_events": [{"device_ms": 1203.4, "op": "R", "comm": 'say "hi" \\ é'}],
+    "service_ms": 180.5, "reasons": ["service time 180.5 ms is beyond the 60 ms any healthy rotational disk needs"]}
 
 
 def stored_table(record_schema):
@@ -115,12 +124,14 @@ class Fleet:
                              "reads_completed": int(reads_per_s * 10), "reads_per_s": reads_per_s,
                              "util_pct": util_pct})
 
-    def add_anomaly(self, host, disk, kind, severity, hours_ago):
+    def add_anomaly(self, host, disk, kind, severity, hours_ago, evidence=None):
         start_ns = (self.now_s - int(hours_ago * 3600)) * NS
+        evidence = evidence or {"windows": 1}
         self.records.append({
             "schema": "io.anomaly.v1", "id": f"{kind}:{host}/{disk}:{start_ns}:{severity}", "host": host, "disk": disk,
             "kind": kind, "severity": severity, "start_ns": start_ns, "end_ns": start_ns + 10 * NS,
-            "summary": f"{kind} on {disk} ({severity})", "evidence": {"windows": 1}})
+            "summary": f"{kind} on {disk} ({severity})", "evidence": evidence,
+            "evidence_json": json.dumps(evidence, separators=(",", ":"), ensure_ascii=False)})
 
     def add_health(self, host, disk, from_state, to_state, hours_ago, ticket=None):
         ts_ns = (self.now_s - int(hours_ago * 3600)) * NS
@@ -159,7 +170,7 @@ def fleet(now_s, tag):
     f.add_anomaly(a, "sdb", "bimodal_retries", "info", hours_ago=48)
     f.add_anomaly(a, "sdb", "bimodal_retries", "warning", hours_ago=48)  # same episode, escalated
     f.add_anomaly(a, "sdb", "bimodal_retries", "info", hours_ago=24)
-    f.add_anomaly(a, "sdc", "failing_disk", "warning", hours_ago=1)
+    f.add_anomaly(a, "sdc", "failing_disk", "warning", hours_ago=1, evidence=FAILING_EVIDENCE)
     f.add_anomaly(b, "sda", "bimodal_retries", "info", hours_ago=10 * 24)  # last week's
 
     f.add_health(a, "sdb", "healthy", "suspect", hours_ago=3)
@@ -245,6 +256,17 @@ def check_peers(f, run):
     assert all(close(r["p99_vs_peers"], 1.0) for r in rows[1:])
 
 
+def check_anomalies_of_disk(f, run):
+    rows = run("anomalies_of_disk", {"host": f.host_a, "disk": "sdc", "hours": 2})
+    assert [(r["kind"], r["severity"]) for r in rows] == [("failing_disk", "warning")], rows
+    row = rows[0]
+    assert [float(row[k]) for k in ("p50_ms", "p99_ms", "max_ms", "aqu_sz", "util_pct")] == [180.5, 1100.0, 1203.4, 1.2, 99.5]
+    assert json.loads(row["evidence"]) == FAILING_EVIDENCE
+    older = run("anomalies_of_disk", {"host": f.host_a, "disk": "sdb", "hours": 72})
+    assert [(r["kind"], r["severity"]) for r in older] == [
+        ("bimodal_retries", "info"), ("bimodal_retries", "info"), ("bimodal_retries", "warning")], older
+
+
 def check_time_to_detect(f, run, ingested_by_s):
     rows = ours(f, run("time_to_detect", {"days": 7}))
     expected = sorted((r["id"] for r in f.by_schema("io.anomaly.v1") if r["start_ns"] >= (f.now_s - 7 * 86400) * NS))
@@ -261,6 +283,7 @@ CHECKS = {  # cookbook query -> the check of its answer
     "suspect_to_failing": check_suspect_to_failing,
     "iostat_host": check_iostat,
     "disk_vs_peers": check_peers,
+    "anomalies_of_disk": check_anomalies_of_disk,
 }
 
 

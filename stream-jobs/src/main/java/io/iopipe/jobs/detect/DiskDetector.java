@@ -67,6 +67,7 @@ public final class DiskDetector {
         a.put("end_ns", w.endNs);
         a.put("summary", f.summary());
         a.set("evidence", f.evidence());
+        a.put("evidence_json", Json.write(f.evidence()));
         return Optional.of(new OutputRecord(ANOMALY_SCHEMA, w.key(), Json.write(a)));
     }
 

@@ -63,7 +63,9 @@ class DetectorsTest {
         }).window();
         List<OutputRecord> out = DiskDetector.onWindow(w, new DiskHistory());
         assertEquals(List.of("bimodal_retries warning", "health healthy -> suspect"), out.stream().map(DetectorsTest::verdict).toList());
-        JsonNode evidence = Json.parseObject(out.get(0).json).get("evidence");
+        JsonNode anomaly = Json.parseObject(out.get(0).json);
+        JsonNode evidence = anomaly.get("evidence");
+        assertEquals(evidence, Json.parseObject(anomaly.get("evidence_json").asText()), "the text is the same evidence");
         assertEquals(REVOLUTION_15K_MS, evidence.get("gap_ms").asDouble(), 0.3);
         assertTrue(evidence.get("whole_revolutions").toString().contains("{\"rpm\":15000,\"revolutions\":1"), evidence.toString());
     }
