@@ -127,6 +127,28 @@ def test_a_malformed_message_is_skipped_and_its_neighbours_kept(migrated):
     wait_until_stored(users.client(ports, "reader"), "iopipe", before + after, "good histograms around bad ones")
 
 
+def test_a_steady_stream_is_stored_while_it_flows(migrated):
+    """One host's histograms, a few a second and never pausing, as a running agent sends
+    them: they must reach the table while the stream goes on, not when it stops."""
+    ports, users = migrated
+    reader = users.client(ports, "reader")
+    host = f"steady-{uuid.uuid4().hex[:6]}"
+    template = warehouse_fixture.fleet(int(time.time()), host).by_schema("io.hist.v1")[0]
+    producer = Producer({"bootstrap.servers": ports.brokers, "linger.ms": 0})
+    flow_s, every_s, sent, stored = 60, 0.2, 0, 0
+    deadline = time.monotonic() + flow_s
+    while time.monotonic() < deadline and not stored:
+        record = {**template, "host": host, "start_ns": time.time_ns(), "end_ns": time.time_ns() + NS}
+        producer.produce("io.hist.v1", key=f"{host}/{record['disk']}", value=json.dumps(record))
+        producer.flush(10)
+        sent += 1
+        time.sleep(every_s)
+        if sent % 10 == 0:
+            stored = count(reader, "iopipe.histograms", f"host = '{host}'")
+    assert stored, f"none of {sent} histograms sent over {flow_s} s without a pause was stored while they flowed"
+    stack.say(f"a steady stream's first rows stored after {sent * every_s:.0f} s of it ({stored} of {sent})")
+
+
 def test_a_replayed_topic_is_stored_once(migrated):
     ports, users = migrated
     fleet = warehouse_fixture.fleet(int(time.time()), f"re{uuid.uuid4().hex[:6]}")

@@ -4,8 +4,7 @@
 Migrations are numbered `NNNN_name.up.sql` / `NNNN_name.down.sql`: statements ended by
 `;` at the end of a line, with placeholders {db}, {kafka_brokers} and {kafka_group}.
 Every statement is idempotent (IF [NOT] EXISTS), so a migration interrupted halfway is
-finished by running `up` again; 18.16 has no ADD/DROP COLUMN IF [NOT] EXISTS, so the
-runner skips an `ALTER TABLE t ADD|DROP COLUMN c` whose column is already there or gone. Applied versions are recorded in `{db}.schema_migrations`
+finished by running `up` again. Applied versions are recorded in `{db}.schema_migrations`
 as an append-only log (up/down events), which works on every server version; a full
 `down` drops the log too, leaving nothing.
 
@@ -33,7 +32,6 @@ FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$")
 PLACEHOLDER = re.compile(r"\{(db|kafka_brokers|kafka_group)\}")
 REQUIRES = re.compile(r"^-- requires: ClickHouse >= (\d+)\.(\d+)(.*)$")
 STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
-COLUMN_CHANGE = re.compile(r"^ALTER TABLE (\w+)\.(\w+) (ADD|DROP) COLUMN (\w+)")
 
 
 class ClickHouseError(RuntimeError):
@@ -110,13 +108,19 @@ def discover(directory=MIGRATIONS_DIR):
     return migrations
 
 
-KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)[^;]*?ENGINE = Kafka\('\{kafka_brokers\}', '([\w.]+)'", re.S)
+KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)[^;]*?ENGINE = Kafka SETTINGS[^;]*?"
+                         r"kafka_topic_list = '([\w.]+)',\s+kafka_group_name = '\{kafka_group\}-([\w-]+)'", re.S)
 
 
 @functools.lru_cache(maxsize=1)
+def kafka_table_definitions():
+    """{(table, topic, consumer group suffix)} of every Kafka table any migration creates."""
+    return {found for m in discover() for found in KAFKA_TABLE.findall(m.up.read_text())}
+
+
 def kafka_tables():
     """{topic: Kafka engine table} as the migrations create them (read once per process)."""
-    return {topic: table for m in discover() for table, topic in KAFKA_TABLE.findall(m.up.read_text())}
+    return {topic: table for table, topic, _ in kafka_table_definitions()}
 
 
 def kafka_table_of(topic):
@@ -183,18 +187,7 @@ class Migrator:
 
     def _run(self, migration, direction):
         for statement in migration.statements(direction, self.params):
-            if not self._column_change_done(statement):
-                self.client.query(statement)
-
-    def _column_change_done(self, statement):
-        """True for an ADD COLUMN whose column exists, or a DROP COLUMN whose column is gone."""
-        change = COLUMN_CHANGE.match(statement)
-        if not change:
-            return False
-        database, table, verb, column = change.groups()
-        (count,), = self.client.rows(f"SELECT count() FROM system.columns WHERE database = '{database}' "
-                                     f"AND table = '{table}' AND name = '{column}'")
-        return (count != "0") == (verb == "ADD")
+            self.client.query(statement)
 
     def down(self, to_version=0):
         done = self.applied()

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clickhouse"))
 from migrate import ClickHouseError  # noqa: E402
 
 
-KAFKA_ENGINE = re.compile(r"ENGINE = Kafka\([^)]*\)")
+KAFKA_ENGINE = re.compile(r"ENGINE = Kafka SETTINGS.*", re.S)
 
 
 class ChdbEngine:

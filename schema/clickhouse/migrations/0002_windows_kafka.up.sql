@@ -7,5 +7,15 @@
 -- One consumer group per Kafka table: tables then never rebalance each other. (In one
 -- group, every table joining or leaving moves the others' partitions, and a block read
 -- but not yet committed across a rebalance is read again.)
+-- Blocks of 64 messages: on 18.16 a Kafka table's read ends, and its rows reach the
+-- tables, only when a block is full (65536 messages by default) or the topic falls silent;
+-- the flush interval (stream_flush_interval_ms, 7.5 s) is checked between blocks only.
+-- One host's steady second-by-second histograms never fill a block nor fall silent, so
+-- they reached ClickHouse minutes late, when the agent stopped. With 64-message blocks
+-- each read ends within about 7.5 s and is still written as one insert, so parts do not
+-- multiply; 500,000 histograms ingested in 8.7 s with either block size on this machine.
+-- Modern servers flush on time regardless.
 CREATE TABLE IF NOT EXISTS {db}.windows_kafka AS {db}.windows
-ENGINE = Kafka('{kafka_brokers}', 'io.windows.v1', '{kafka_group}-windows', 'JSONEachRow', '\n')
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.windows.v1',
+    kafka_group_name = '{kafka_group}-windows', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64

@@ -34,8 +34,11 @@ ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMMDD(ts)
 ORDER BY (host, disk, ts_ns);
 
+-- Blocks of 64 messages: see 0002_windows_kafka.
 CREATE TABLE IF NOT EXISTS {db}.diskstats_kafka AS {db}.diskstats
-ENGINE = Kafka('{kafka_brokers}', 'io.diskstats.v1', '{kafka_group}-diskstats', 'JSONEachRow', '\n');
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.diskstats.v1',
+    kafka_group_name = '{kafka_group}-diskstats', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.diskstats_mv TO {db}.diskstats AS
 SELECT

@@ -21,8 +21,11 @@ ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMMDD(start)
 ORDER BY (host, disk, op, latency, start_ns);
 
+-- Blocks of 64 messages: see 0002_windows_kafka.
 CREATE TABLE IF NOT EXISTS {db}.histograms_kafka AS {db}.histograms
-ENGINE = Kafka('{kafka_brokers}', 'io.hist.v1', '{kafka_group}-histograms', 'JSONEachRow', '\n');
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.hist.v1',
+    kafka_group_name = '{kafka_group}-histograms', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.histograms_mv TO {db}.histograms AS
 SELECT

@@ -19,8 +19,11 @@ ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(ts)
 ORDER BY (host, disk, ts_ns, id);
 
+-- Blocks of 64 messages: see 0002_windows_kafka.
 CREATE TABLE IF NOT EXISTS {db}.health_kafka AS {db}.health
-ENGINE = Kafka('{kafka_brokers}', 'io.health.v1', '{kafka_group}-health', 'JSONEachRow', '\n');
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.health.v1',
+    kafka_group_name = '{kafka_group}-health', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.health_mv TO {db}.health AS
 SELECT
