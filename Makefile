@@ -16,7 +16,7 @@ JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/reco
 .PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration test-e2e demo down detect dashboards bench bench-agent bench-jobs bench-warehouse
 
 help:
-	@echo "make demo    start the stack and show this machine's disks through the pipeline"
+	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
 	@echo "make test    every test (unit and integration), as CI runs it"
 	@echo "make test-unit   the fast loop: schema, agent and job unit tests"
 	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"

@@ -1,75 +1,296 @@
 #!/usr/bin/env python3
-"""`make demo`: the stack up, this machine's disks through the whole pipeline.
+"""`make demo`: a tour of iopipe on a disk that goes bad while you watch.
 
-Starts Kafka, Flink and ClickHouse, submits the live job, runs the agent on this
-machine's /proc/diskstats while a short O_DIRECT write keeps a disk busy, and prints the
-per-disk iostat windows as ClickHouse stores them. The stack keeps running afterwards
-(`make down` stops it) so the SQL printed at the end can be tried by hand.
+Starts Kafka, Flink and ClickHouse and submits the live job. Then it makes a fault disk
+(a real loop device whose latency a FUSE server shapes) that looks like a 7200 rpm disk,
+runs 16 KiB random reads on it one at a time, and turns it from healthy to retrying (15%
+of reads cost extra revolutions) to failing (every read takes 60 ms to half a second).
+The agent traces every I/O of the machine with eBPF into Kafka; the job windows and
+judges each disk; everything printed below is read back from ClickHouse as it lands:
+each 10 s window's iostat line and biolatency histogram, every anomaly with its
+evidence, every change of the disk's health. It ends with what was found and the SQL
+that shows the same. The stack keeps running afterwards; `make down` stops it.
+
+Needs root (eBPF, loop devices, FUSE).
 """
+import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import stack
 
+sys.path[:0] = [str(stack.REPO / "integration-tests"), str(stack.REPO / "schema" / "queries")]
+import cookbook  # noqa: E402
+from end_to_end import DISK_MIB, fio  # noqa: E402
+from faultdisk import FaultDisk  # noqa: E402
+
 AGENT_BIN = Path(os.environ.get("IOPIPE_AGENT_BIN", stack.CACHE / "cargo-target" / "release" / "iopipe-agent"))
-RUN_SECONDS = 45
-COLUMNS = ("window_start", "host", "disk", "reads_per_s", "writes_per_s", "read_kib_per_s", "write_kib_per_s",
-           "read_await_ms", "write_await_ms", "queue_size", "util_pct")
-HEADER = f"{'window (UTC)':19} {'host':10} {'disk':10} {'r/s':>8} {'w/s':>8} {'rkB/s':>10} {'wkB/s':>10} " \
-         f"{'r_await':>8} {'w_await':>8} {'aqu-sz':>7} {'%util':>6}"
-QUERY_BY_HAND = """\
-curl -s http://127.0.0.1:8123/ --data-binary "
-  SELECT window_start, host, disk, round(reads_per_s, 1) AS r_s, round(writes_per_s, 1) AS w_s,
-         round(write_await_ms, 2) AS w_await, round(queue_size, 2) AS aqu_sz, round(util_pct, 1) AS util
-  FROM iopipe.windows FINAL WHERE window_s = 10 ORDER BY window_start DESC, disk LIMIT 20 FORMAT PrettyCompact"
-"""
+POLL_S = 2
+VERDICT_WAIT_S = 90  # after the workload: room for the last window to close and be judged
+BAR_WIDTH = 40
 
 
-def print_new_windows(clickhouse, shown):
-    """Prints the windows not printed yet; `shown` holds (host, disk, window_start_ns) keys."""
-    sql = f"SELECT window_start_ns, {', '.join(COLUMNS)} FROM iopipe.windows FINAL WHERE window_s = 10 ORDER BY window_start_ns, host, disk"
-    for start_ns, start, host, disk, *numbers in clickhouse.rows(sql):
-        if (host, disk, start_ns) in shown:
-            continue
-        shown.add((host, disk, start_ns))
-        r_s, w_s, rkb, wkb, r_await, w_await, aqu, util = (float(n) for n in numbers)
-        print(f"{start:19} {host[:10]:10} {disk[:10]:10} {r_s:8.2f} {w_s:8.2f} {rkb:10.1f} {wkb:10.1f} "
-              f"{r_await:8.2f} {w_await:8.2f} {aqu:7.2f} {util:6.1f}", flush=True)
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    seconds: int
+    profile: str  # the fault disk's latency profile (integration-tests/faultdisk/faultdisk.c)
+    story: str
+
+
+PHASES = (
+    Phase("healthy", 30, "units=1 read_us=2000",
+          "reads are served in about 2 ms"),
+    Phase("retrying", 45, "units=1 read_us=2000 retry_prob=0.15 revolution_us=8333 max_retries=3 seed=2",
+          "15% of reads miss and are retried one to three 8.33 ms revolutions later, as a 7200 rpm "
+          "disk does when its head is disturbed"),
+    Phase("failing", 45, "units=1 read_us=60000 tail_prob=0.9 tail_min_us=20000 tail_max_us=500000 seed=1",
+          "every read takes 60 ms to over half a second: the disk is dying"),
+)
+
+
+def sql_string(value):
+    return cookbook.literal(value, "String")
+
+
+class Watch:
+    """What ClickHouse holds for this host since the tour began; prints each thing once."""
+
+    def __init__(self, clickhouse, host, disk, since_s):
+        self.clickhouse = clickhouse
+        self.host, self.disk, self.since_s = host, disk, since_s
+        self.shown = set()
+        self.fault_at = {}  # phase name -> when the disk turned so
+        self.found = []  # anomalies shown, as read
+
+    def ours(self, time_column):
+        """This host's rows since the tour began."""
+        return f"host = {sql_string(self.host)} AND {time_column} >= toDateTime({int(self.since_s)})"
+
+    def json_rows(self, sql):
+        text = self.clickhouse.query(sql + " FORMAT JSONEachRow")
+        return [json.loads(line) for line in text.splitlines()]
+
+    def poll(self):
+        self.print_new_windows()
+        self.print_new_anomalies()
+        self.print_new_health()
+
+    def print_new_windows(self):
+        """Each closed window once the agent's histograms covering it are stored too."""
+        (covered_ns,), = self.clickhouse.rows(
+            f"SELECT max(end_ns) FROM iopipe.histograms WHERE {self.ours('start')} AND disk = {sql_string(self.disk)}")
+        for w in self.json_rows(
+                f"SELECT window_start_ns, window_end_ns, reads_per_s, read_kib_per_s, read_await_ms, queue_size, util_pct "
+                f"FROM iopipe.windows FINAL WHERE {self.ours('window_start')} "
+                f"AND disk = {sql_string(self.disk)} AND op = 'all' AND window_s = 10 ORDER BY window_start_ns"):
+            key = ("window", w["window_start_ns"])
+            if key in self.shown or int(w["window_end_ns"]) > int(covered_ns):
+                continue
+            self.shown.add(key)
+            start_s, end_s = int(w["window_start_ns"]) / 1e9, int(w["window_end_ns"]) / 1e9
+            print(f"\n{clock(start_s)}-{clock(end_s)} {self.disk} (10 s window)  r/s {w['reads_per_s']:.1f}  "
+                  f"rkB/s {w['read_kib_per_s']:.0f}  r_await {w['read_await_ms']:.2f} ms  "
+                  f"aqu-sz {w['queue_size']:.2f}  %util {w['util_pct']:.1f}")
+            print("\n".join(biolatency(self.device_reads_histogram(w["window_start_ns"], w["window_end_ns"]))), flush=True)
+
+    def device_reads_histogram(self, start_ns, end_ns):
+        rows = self.json_rows(
+            f"SELECT sumForEach(buckets_log2_us) AS buckets FROM iopipe.histograms FINAL "
+            f"WHERE host = {sql_string(self.host)} AND disk = {sql_string(self.disk)} AND op = 'R' "
+            f"AND latency = 'device' AND start_ns >= {int(start_ns)} AND start_ns < {int(end_ns)}")
+        return [int(n) for n in rows[0]["buckets"]] if rows else []
+
+    def print_new_anomalies(self):
+        for a in self.json_rows(
+                f"SELECT id, disk, kind, severity, start_ns, end_ns, toUnixTimestamp(received_at) AS received_s, "
+                f"summary, evidence_json FROM iopipe.anomalies FINAL WHERE {self.ours('start')} ORDER BY received_at, start_ns"):
+            if ("anomaly", a["id"]) in self.shown:
+                continue
+            self.shown.add(("anomaly", a["id"]))
+            self.found.append(a)
+            print(f"\n>>> ANOMALY {a['kind']} ({a['severity']}) on {a['disk']}, window from {clock(int(a['start_ns']) / 1e9)}, "
+                  f"in ClickHouse at {clock(int(a['received_s']))}{self.since_fault(int(a['received_s']))}")
+            print(f"    {a['summary']}")
+            for line in evidence_lines(json.loads(a["evidence_json"] or "{}")):
+                print(f"    {line}")
+            sys.stdout.flush()
+
+    def since_fault(self, at_s):
+        turned = [(t, name) for name, t in self.fault_at.items() if name != "healthy" and t <= at_s]
+        if not turned:
+            return ""
+        t, name = max(turned)
+        return f", {at_s - t:.0f} s after the disk turned {name}"
+
+    def print_new_health(self):
+        for h in self.json_rows(
+                f"SELECT id, disk, ts_ns, from_state, to_state, reason, `ticket.action` AS action, "
+                f"`ticket.ticket_id` AS ticket FROM iopipe.health FINAL "
+                f"WHERE {self.ours('ts')} ORDER BY ts_ns"):
+            if ("health", h["id"]) in self.shown:
+                continue
+            self.shown.add(("health", h["id"]))
+            ticket = f"; ticket {h['ticket']} ({h['action']})" if h["ticket"] else ""
+            print(f"\n>>> HEALTH of {h['disk']}: {h['from_state']} -> {h['to_state']} at {clock(int(h['ts_ns']) / 1e9)}"
+                  f"{ticket}\n    {h['reason']}", flush=True)
+
+    def has(self, kind, state):
+        """True once an anomaly of `kind` and the health `state` of the disk are stored."""
+        kinds = {a["kind"] for a in self.found if a["disk"] == self.disk}
+        states = self.json_rows(f"SELECT to_state FROM iopipe.health FINAL "
+                                f"WHERE {self.ours('ts')} AND disk = {sql_string(self.disk)}")
+        return kind in kinds and state in {s["to_state"] for s in states}
+
+
+def clock(unix_s):
+    return time.strftime("%H:%M:%S", time.localtime(unix_s))
+
+
+def biolatency(buckets):
+    """Lines in the layout of biolatency: bucket i holds [2^i, 2^(i+1)) µs, 0 also below 1 µs."""
+    used = [i for i, n in enumerate(buckets) if n]
+    if not used:
+        return ["     (no reads)"]
+    peak = max(buckets)
+    lines = ["     usecs               : count     distribution"]
+    for i in range(used[0], used[-1] + 1):
+        low, high = (0 if i == 0 else 2 ** i), 2 ** (i + 1) - 1
+        bar = "*" * round(BAR_WIDTH * buckets[i] / peak)
+        lines.append(f"{low:>10} -> {high:<10} : {buckets[i]:<8} |{bar:<{BAR_WIDTH}}|")
+    return lines
+
+
+def evidence_lines(e):
+    """The evidence a person reads first, then what only this kind of finding carries."""
+    lines = []
+    if "device_p50_ms" in e:
+        lines.append(f"evidence: device time p50 {e['device_p50_ms']} ms, p99 {e['device_p99_ms']} ms, "
+                     f"max {e['device_max_ms']} ms ({e.get('op', '?')})")
+    if "iostat" in e:
+        io = e["iostat"]
+        lines.append(f"iostat: r/s {io['r_per_s']}  w/s {io['w_per_s']}  r_await {io['r_await_ms']} ms  "
+                     f"aqu-sz {io['aqu_sz']}  svctm {io['svctm_ms']} ms  %util {io['util_pct']}")
+    if e.get("modes"):
+        lines.append("modes: " + ", ".join(f"{m['median_ms']} ms × {m['ios']} ({m['share']:.0%})" for m in e["modes"])
+                     + f"; gap {e['gap_ms']} ms, read from {e['resolution']}")
+    for match in e.get("whole_revolutions", []):
+        lines.append(f"the gap is {match['revolutions']} revolution(s) of a {match['rpm']} rpm disk "
+                     f"({match['revolution_ms']} ms each): the drive retried")
+    for reason in e.get("reasons", []):
+        lines.append(f"because: {reason}")
+    shown = {"window_start_ns", "window_end_ns", "op", "device_histogram_us", "device_p50_ms", "device_p99_ms",
+             "device_max_ms", "iostat", "modes", "gap_ms", "resolution", "whole_revolutions", "reasons",
+             "worst_events", "burst"}
+    rest = {k: v for k, v in e.items() if k not in shown}
+    if rest:
+        lines.append("figures: " + ", ".join(f"{k} {v}" for k, v in rest.items()))
+    for ev in e.get("worst_events", [])[:3]:
+        lines.append(f"slow I/O: {ev['device_ms']} ms {ev['op']} {ev['bytes']} B at sector {ev['sector']} "
+                     f"({ev['comm']}, {ev['inflight']} in flight)")
+    return lines
+
+
+def play(disk, watch, workload):
+    """Turns the disk phase by phase while the workload runs, printing what lands."""
+    for phase in PHASES:
+        if phase.name != "healthy":
+            disk.set_profile(phase.profile)
+        watch.fault_at[phase.name] = time.time()
+        stack.say(f"{clock(time.time())} the disk is {phase.name.upper()} for {phase.seconds} s: {phase.story}")
+        deadline = time.monotonic() + phase.seconds
+        while time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            watch.poll()
+    workload.join()
+    stack.say(f"{clock(time.time())} workload done; waiting up to {VERDICT_WAIT_S} s for the last windows to be judged")
+    deadline = time.monotonic() + VERDICT_WAIT_S
+    while time.monotonic() < deadline and not watch.has("failing_disk", "failing"):
+        time.sleep(POLL_S)
+        watch.poll()
+    time.sleep(POLL_S)
+    watch.poll()
+
+
+def print_summary(watch, counts, clickhouse):
+    ours = [a for a in watch.found if a["disk"] == watch.disk]
+    others = [a for a in watch.found if a["disk"] != watch.disk]
+    (stored,), = clickhouse.rows(
+        f"SELECT sum(count) FROM iopipe.histograms FINAL WHERE {watch.ours('start')} "
+        f"AND disk = {sql_string(watch.disk)} AND op = 'R' AND latency = 'device'")
+    print("\n" + "=" * 100)
+    stack.say(f"what iopipe found on {watch.disk}:")
+    for a in ours:
+        print(f"  {a['kind']} ({a['severity']}): {a['summary']}")
+    if not ours:
+        print("  nothing: see the Flink UI for the job's state")
+    print(f"  on this machine's own disks: {', '.join(a['disk'] + ' ' + a['kind'] for a in others) or 'nothing'}")
+    print(f"  reads: fio completed {counts.get('fio', '?')}, the kernel counted {counts.get('kernel', '?')} "
+          f"(/sys/block/{watch.disk}/stat), the agent's histograms in ClickHouse hold {stored}")
+    print_queries(watch)
+
+
+def print_queries(watch):
+    users_file = stack.CACHE / "clickhouse-users.json"
+    anomalies = {"host": watch.host, "disk": watch.disk, "hours": 1}
+    print(f"\nThe same in SQL. This is what found it (schema/queries/anomalies_of_disk.sql):\n\n"
+          f"{cookbook.render('anomalies_of_disk', anomalies)}\n")
+    print(f"Run it, and the other cookbook queries, as the read-only user (password in {users_file}):\n"
+          f"  PW=$(python3 -c 'import json; print(json.load(open(\"{users_file}\"))[\"reader\"])')")
+    for what, name, params in (
+            ("its anomalies with their evidence", "anomalies_of_disk", anomalies),
+            ("its health: suspect, then failing, and the ticket", "suspect_to_failing", {"days": 1}),
+            ("how long each detection took", "time_to_detect", {"days": 1}),
+            ("iostat -x of this host", "iostat_host", {"host": watch.host, "window_s": 10, "minutes": 10})):
+        arguments = " ".join(f"{k}={v}" for k, v in params.items())
+        print(f"  # {what}\n  {{ python3 schema/queries/cookbook.py {name} {arguments}; echo FORMAT Vertical; }} "
+              f"| curl -s -u iopipe_reader:$PW http://127.0.0.1:8123/ --data-binary @-")
+
+
+def tour(ports, clickhouse, host, agent_bin=AGENT_BIN):
+    """The disk's story under the agent, printed as ClickHouse stores it; returns what was watched."""
+    counts = {}
+    with FaultDisk(PHASES[0].profile, size_mib=DISK_MIB, rotational=True) as disk, \
+            tempfile.TemporaryFile("w+") as agent_log:
+        stack.say(f"fault disk {disk.device}: rotational, {DISK_MIB} MiB, served by a FUSE process shaping each request")
+        agent = subprocess.Popen([str(agent_bin), "run", "--output", "kafka", "--brokers", ports.brokers,
+                                  "--host", host], stderr=agent_log, text=True)
+        try:
+            watch = Watch(clickhouse, host, disk.name, time.time())
+            reads_before = disk.diskstats()["reads_completed"]
+            seconds = sum(p.seconds for p in PHASES)
+            workload = threading.Thread(target=lambda: counts.setdefault("fio", fio(disk.device, seconds)))
+            stack.say(f"agent tracing every disk as host {host}; fio reads 16 KiB at random from {disk.device}, "
+                      f"one at a time, for {seconds} s. Windows show here some 15 s after they close.")
+            workload.start()
+            play(disk, watch, workload)
+            counts["kernel"] = disk.diskstats()["reads_completed"] - reads_before
+        finally:
+            agent.terminate()
+            agent.wait(timeout=30)
+            agent_log.seek(0)
+            stack.say("agent: " + (agent_log.read().strip().splitlines() or ["exited"])[-1])
+    print_summary(watch, counts, clickhouse)
+    return watch
 
 
 def main():
+    if os.geteuid() != 0:
+        sys.exit("make demo needs root: the agent loads eBPF programs and the fault disk is a loop device over FUSE; "
+                 "run `sudo make demo`")
     if not AGENT_BIN.exists():
         sys.exit(f"{AGENT_BIN} is missing: run `make agent` (make demo builds it)")
+    print(__doc__.split("\n\n")[1] + "\n")
     ports = stack.Ports()
     clickhouse = stack.up(ports).client(ports, "reader")
-    scratch = Path(tempfile.mkdtemp(prefix="iopipe-demo-", dir="/var/tmp")) / "busy.bin"
-    stack.say(f"running the agent for {RUN_SECONDS} s on this machine's disks; "
-              f"dd writes 16 MiB to {scratch} with O_DIRECT every few seconds so one disk has work")
-    agent = subprocess.Popen([str(AGENT_BIN), "run", "--output", "kafka", "--brokers", ports.brokers,
-                              "--count", str(RUN_SECONDS)], stderr=subprocess.PIPE, text=True)
-    workload = subprocess.Popen(["bash", "-c", f"for i in $(seq {RUN_SECONDS // 3}); do "
-                                 f"dd if=/dev/zero of={scratch} bs=1M count=16 oflag=direct status=none; sleep 3; done"])
-    stack.say("iostat -x windows (10 s) as stored in ClickHouse appear below as each window closes:")
-    print(HEADER, flush=True)
-    shown = set()
-    deadline = time.monotonic() + RUN_SECONDS + 20
-    try:
-        while time.monotonic() < deadline:
-            time.sleep(5)
-            print_new_windows(clickhouse, shown)
-    finally:
-        workload.wait()
-        scratch.unlink(missing_ok=True)
-        scratch.parent.rmdir()
-        _, agent_log = agent.communicate()
-    stack.say(agent_log.strip().splitlines()[-1] if agent_log.strip() else "agent exited")
-    (count, disks), = clickhouse.rows("SELECT count(), uniqExact(host, disk) FROM iopipe.windows FINAL WHERE window_s = 10")
-    stack.say(f"{count} 10 s windows of {disks} disks stored in ClickHouse table iopipe.windows (and 1 min ones)")
-    print("\nSee them yourself:\n" + QUERY_BY_HAND)
+    tour(ports, clickhouse, socket.gethostname())
     stack.say(f"Flink's UI: {ports.flink_url}. The stack keeps running: `make down` stops it.")
 
 

@@ -9,9 +9,7 @@ counts from.
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from faultdisk import FaultDisk, run_fio, total_ios, write_burst
@@ -149,12 +147,9 @@ class Run:
             self.error = error
 
 
-@contextmanager
 def scenario_disk(scenario):
     """The scenario's fault disk, rotational as its seed's disk (set before any agent reads it)."""
-    with FaultDisk(scenario.profile, size_mib=DISK_MIB) as disk:
-        Path(f"/sys/block/{disk.name}/queue/rotational").write_text("1" if scenario.rotational else "0")
-        yield disk
+    return FaultDisk(scenario.profile, size_mib=DISK_MIB, rotational=scenario.rotational)
 
 
 def play_together(runs):

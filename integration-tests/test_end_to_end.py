@@ -7,6 +7,7 @@ once, and the time from the fault to its row in ClickHouse is measured.
 S1-S5 share the machine at once (their workloads are light); S6 pushes a thousand I/Os a
 second through its fault disk and runs alone. Figures: `make test-e2e` prints them and
 writes them to $IOPIPE_CACHE/end-to-end.md."""
+import json
 import os
 import subprocess
 import sys
@@ -164,6 +165,16 @@ def test_nothing_is_flagged_on_the_machines_own_disks(fleet):
     found, summaries = fleet.anomalies()
     fault_disks = {run.disk.name for run in fleet.runs.values()}
     assert not {key: summaries[key] for key in found if key[0] not in fault_disks}
+
+
+def test_every_anomaly_is_stored_with_the_evidence_of_its_window(fleet):
+    rows = fleet.pipeline.reader.query(f"SELECT kind, start_ns, evidence_json FROM iopipe.anomalies FINAL "
+                                       f"WHERE host = {sql_string(fleet.host)} FORMAT JSONEachRow").splitlines()
+    assert rows
+    for row in map(json.loads, rows):
+        kind, evidence = row["kind"], json.loads(row["evidence_json"])
+        assert evidence["window_end_ns"] > evidence["window_start_ns"] >= int(row["start_ns"]), (kind, evidence)
+        assert evidence["device_histogram_us"] and "iostat" in evidence, (kind, evidence)
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -47,9 +47,11 @@ def settle_udev():
 
 
 class FaultDisk:
-    def __init__(self, profile, size_mib=256):
+    def __init__(self, profile, size_mib=256, rotational=None):
+        """`rotational`: what the disk tells the kernel it is (sysfs), if not the loop default."""
         self.profile = profile
         self.size_mib = size_mib
+        self.rotational = rotational
         self.device = None
         self._server = None
         self._mountpoint = None
@@ -70,6 +72,8 @@ class FaultDisk:
             dio = Path(f"/sys/block/{self.name}/loop/dio").read_text().strip()
             if dio != "1":
                 raise RuntimeError(f"{self.device} did not take direct I/O: the page cache would fake the latency shape")
+            if self.rotational is not None:
+                Path(f"/sys/block/{self.name}/queue/rotational").write_text("1" if self.rotational else "0")
         except BaseException:
             self.__exit__(None, None, None)
             raise
