@@ -69,14 +69,11 @@ class Watch:
         self.shown = set()
         self.fault_at = {}  # phase name -> when the disk turned so
         self.found = []  # anomalies shown, as read
+        self.states = set()  # health states of the fault disk shown
 
     def ours(self, time_column):
         """This host's rows since the tour began."""
         return f"host = {sql_string(self.host)} AND {time_column} >= toDateTime({int(self.since_s)})"
-
-    def json_rows(self, sql):
-        text = self.clickhouse.query(sql + " FORMAT JSONEachRow")
-        return [json.loads(line) for line in text.splitlines()]
 
     def poll(self):
         self.print_new_windows()
@@ -87,7 +84,7 @@ class Watch:
         """Each closed window once the agent's histograms covering it are stored too."""
         (covered_ns,), = self.clickhouse.rows(
             f"SELECT max(end_ns) FROM iopipe.histograms WHERE {self.ours('start')} AND disk = {sql_string(self.disk)}")
-        for w in self.json_rows(
+        for w in self.clickhouse.json_rows(
                 f"SELECT window_start_ns, window_end_ns, reads_per_s, read_kib_per_s, read_await_ms, queue_size, util_pct "
                 f"FROM iopipe.windows FINAL WHERE {self.ours('window_start')} "
                 f"AND disk = {sql_string(self.disk)} AND op = 'all' AND window_s = 10 ORDER BY window_start_ns"):
@@ -102,14 +99,14 @@ class Watch:
             print("\n".join(biolatency(self.device_reads_histogram(w["window_start_ns"], w["window_end_ns"]))), flush=True)
 
     def device_reads_histogram(self, start_ns, end_ns):
-        rows = self.json_rows(
+        rows = self.clickhouse.json_rows(
             f"SELECT sumForEach(buckets_log2_us) AS buckets FROM iopipe.histograms FINAL "
             f"WHERE host = {sql_string(self.host)} AND disk = {sql_string(self.disk)} AND op = 'R' "
             f"AND latency = 'device' AND start_ns >= {int(start_ns)} AND start_ns < {int(end_ns)}")
         return [int(n) for n in rows[0]["buckets"]] if rows else []
 
     def print_new_anomalies(self):
-        for a in self.json_rows(
+        for a in self.clickhouse.json_rows(
                 f"SELECT id, disk, kind, severity, start_ns, end_ns, toUnixTimestamp(received_at) AS received_s, "
                 f"summary, evidence_json FROM iopipe.anomalies FINAL WHERE {self.ours('start')} ORDER BY received_at, start_ns"):
             if ("anomaly", a["id"]) in self.shown:
@@ -131,23 +128,22 @@ class Watch:
         return f", {at_s - t:.0f} s after the disk turned {name}"
 
     def print_new_health(self):
-        for h in self.json_rows(
+        for h in self.clickhouse.json_rows(
                 f"SELECT id, disk, ts_ns, from_state, to_state, reason, `ticket.action` AS action, "
                 f"`ticket.ticket_id` AS ticket FROM iopipe.health FINAL "
                 f"WHERE {self.ours('ts')} ORDER BY ts_ns"):
             if ("health", h["id"]) in self.shown:
                 continue
             self.shown.add(("health", h["id"]))
+            if h["disk"] == self.disk:
+                self.states.add(h["to_state"])
             ticket = f"; ticket {h['ticket']} ({h['action']})" if h["ticket"] else ""
             print(f"\n>>> HEALTH of {h['disk']}: {h['from_state']} -> {h['to_state']} at {clock(int(h['ts_ns']) / 1e9)}"
                   f"{ticket}\n    {h['reason']}", flush=True)
 
     def has(self, kind, state):
-        """True once an anomaly of `kind` and the health `state` of the disk are stored."""
-        kinds = {a["kind"] for a in self.found if a["disk"] == self.disk}
-        states = self.json_rows(f"SELECT to_state FROM iopipe.health FINAL "
-                                f"WHERE {self.ours('ts')} AND disk = {sql_string(self.disk)}")
-        return kind in kinds and state in {s["to_state"] for s in states}
+        """True once an anomaly of `kind` and the health `state` of the disk have been shown."""
+        return state in self.states and kind in {a["kind"] for a in self.found if a["disk"] == self.disk}
 
 
 def clock(unix_s):

@@ -168,10 +168,10 @@ def test_nothing_is_flagged_on_the_machines_own_disks(fleet):
 
 
 def test_every_anomaly_is_stored_with_the_evidence_of_its_window(fleet):
-    rows = fleet.pipeline.reader.query(f"SELECT kind, start_ns, evidence_json FROM iopipe.anomalies FINAL "
-                                       f"WHERE host = {sql_string(fleet.host)} FORMAT JSONEachRow").splitlines()
+    rows = fleet.pipeline.reader.json_rows(f"SELECT kind, start_ns, evidence_json FROM iopipe.anomalies FINAL "
+                                           f"WHERE host = {sql_string(fleet.host)}")
     assert rows
-    for row in map(json.loads, rows):
+    for row in rows:
         kind, evidence = row["kind"], json.loads(row["evidence_json"])
         assert evidence["window_end_ns"] > evidence["window_start_ns"] >= int(row["start_ns"]), (kind, evidence)
         assert evidence["device_histogram_us"] and "iostat" in evidence, (kind, evidence)
