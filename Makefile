@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration test-e2e demo down detect dashboards bench bench-agent bench-jobs bench-warehouse
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration test-e2e demo down detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
@@ -22,7 +22,7 @@ help:
 	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
 	@echo "make down    stop everything the demo started"
-	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md, stream-jobs/bench/RESULTS.md, schema/bench/RESULTS.md"
+	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md, stream-jobs/bench/RESULTS.md, schema/bench/RESULTS.md, schema/bench/RESULTS-ingest.md"
 
 deps: $(VENV)/.installed
 	@bash infra/bootstrap.sh
@@ -90,7 +90,7 @@ detect:
 	@$(MAKE) -s $(JOB_JAR) >&2  # stdout carries the verdicts only
 	@stream-jobs/bin/iopipe-detect --input "$(INPUT)" --output "$(OUTPUT)" $(if $(REJECTS),--rejects "$(REJECTS)")
 
-bench: bench-agent bench-jobs bench-warehouse
+bench: bench-agent bench-jobs bench-warehouse bench-ingest
 
 # IOPS at maximum rate with and without the agent and its peers, side by side.
 bench-agent: agent
@@ -99,6 +99,10 @@ bench-agent: agent
 # ClickHouse with 10,000 disks x 7 days of 1 min rows: insert rate, bytes per disk-day, cookbook latency.
 bench-warehouse: deps images
 	@python3 schema/bench/warehouse.py
+
+# ClickHouse reading agent histograms from Kafka into four tables, against a plain consumer.
+bench-ingest: deps images
+	@$(PYTHON) schema/bench/ingest.py
 
 # The stream job graph's records/s against a plain Kafka consumer; state bytes per disk.
 bench-jobs: deps $(JOB_JAR) images

@@ -85,6 +85,27 @@ def test_up_then_down_leaves_an_empty_server(warehouse):
     assert admin.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
 
 
+def test_tables_a_later_migration_adds_read_the_history_kafka_still_holds(warehouse):
+    """A warehouse migrated beside topics that already hold history, then upgraded to the
+    rollups while its histograms table keeps reading: each new table reads the topic with
+    a consumer group of its own from the start, so the rollups hold all of it. (Views
+    added to the histograms' Kafka table instead would see only what comes after.)"""
+    ports, users = warehouse
+    admin = users.client(ports, "admin")
+    fleet = warehouse_fixture.fleet(int(time.time()), f"up{uuid.uuid4().hex[:6]}")
+    produce(ports.brokers, fleet.records)
+    db = f"upgrade_{uuid.uuid4().hex[:8]}"
+    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
+    rollups = next(m.version for m in migrate.discover() if m.name == "latency_rollups")
+    migrator.up(to_version=rollups - 1)
+    histograms = fleet.by_schema("io.hist.v1")
+    hosts = ", ".join(f"'{h}'" for h in {r["host"] for r in histograms})
+    stack.wait_for("the history in the histograms table", lambda: count(
+        admin, f"{db}.histograms", f"host IN ({hosts})") == len(histograms), timeout_s=120)
+    migrator.up()
+    wait_until_stored(admin, db, fleet.records, "the history in every table after the upgrade")
+
+
 def test_users_can_do_only_their_part(migrated):
     ports, users = migrated
     reader, writer = users.client(ports, "reader"), users.client(ports, "writer")

@@ -13,7 +13,7 @@ A migration that needs a newer server than the one it meets says so on its first
 later `up` once the server is upgraded. Such migrations only add features (retention,
 encodings) that nothing else depends on.
 
-    migrate.py up   [--url http://127.0.0.1:8123] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092]
+    migrate.py up   [--to VERSION] [--url http://127.0.0.1:8123] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092]
     migrate.py down [--to VERSION]
     migrate.py status
 """
@@ -120,20 +120,18 @@ KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)[^;]*?ENGINE 
 
 @functools.lru_cache(maxsize=1)
 def kafka_table_definitions():
-    """{(table, topic, consumer group suffix)} of every Kafka table any migration creates."""
-    return {found for m in discover() for found in KAFKA_TABLE.findall(m.up.read_text())}
+    """[(table, topic, consumer group suffix)] of every Kafka table, in migration order."""
+    return tuple(found for m in discover() for found in KAFKA_TABLE.findall(m.up.read_text()))
 
 
-def kafka_tables():
-    """{topic: Kafka engine table} as the migrations create them (read once per process)."""
-    return {topic: table for table, topic, _ in kafka_table_definitions()}
-
-
-def kafka_table_of(topic):
-    tables = kafka_tables()
-    if topic not in tables:
-        raise KeyError(f"no migration creates a Kafka table for {topic}; these do: {sorted(tables)}")
-    return tables[topic]
+def kafka_tables_of(topic):
+    """The Kafka tables reading `topic`, in migration order: the first fills the topic's
+    record table, later ones fill rollups of it."""
+    tables = [table for table, read, _ in kafka_table_definitions() if read == topic]
+    if not tables:
+        known = sorted({read for _, read, _ in kafka_table_definitions()})
+        raise KeyError(f"no migration creates a Kafka table for {topic}; these topics have one: {known}")
+    return tables
 
 
 def server_version(client):
@@ -173,13 +171,14 @@ class Migrator:
             f"INSERT INTO {self.db}.schema_migrations (version, name, direction, seq) "
             f"VALUES ({migration.version}, '{migration.name}', '{direction}', {int(seq) + 1})")
 
-    def up(self):
+    def up(self, to_version=None):
+        """Applies every pending migration (up to `to_version` if given) this server supports."""
         self._ensure_log()
         done = self.applied()
         version = server_version(self.client)
         self.skipped = []
         for migration in discover():
-            if migration.version in done:
+            if migration.version in done or (to_version is not None and migration.version > to_version):
                 continue
             if not migration.runs_on(version):
                 major, minor, why = migration.requires
@@ -217,14 +216,15 @@ def main(argv=None):
                         help="environment variable holding the password (never on the command line)")
     parser.add_argument("--db", default="iopipe")
     parser.add_argument("--kafka-brokers", default="127.0.0.1:9092")
-    parser.add_argument("--to", type=int, default=0, help="with down: keep migrations up to this version")
+    parser.add_argument("--to", type=int, help="with up: apply migrations up to this version; "
+                        "with down: keep migrations up to this version (default: all of them / none)")
     args = parser.parse_args(argv)
     migrator = Migrator(ClickHouseHttp(args.url, args.user, os.environ.get(args.password_env, "")), args.db, args.kafka_brokers)
     try:
         if args.command == "up":
-            migrator.up()
+            migrator.up(args.to)
         elif args.command == "down":
-            migrator.down(args.to)
+            migrator.down(args.to or 0)
         applied = sorted(migrator.applied())
         print(f"[migrate] applied: {', '.join(f'{v:04d}' for v in applied) or 'none'}")
         pending = [m for m in discover() if m.version not in applied]

@@ -40,8 +40,9 @@ FAILING_EVIDENCE = {
 
 
 def stored_table(record_schema):
-    """The table a record lands in: each Kafka table is named after the table its view fills."""
-    return migrate.kafka_table_of(TOPICS[record_schema]).removesuffix("_kafka")
+    """The table a record lands in: each Kafka table is named after the table its view
+    fills, and a topic's first Kafka table fills its record table (later ones, rollups)."""
+    return migrate.kafka_tables_of(TOPICS[record_schema])[0].removesuffix("_kafka")
 
 
 def cookbook_runner(client, db="iopipe"):

@@ -67,8 +67,15 @@ CREATE TABLE IF NOT EXISTS {db}.disk_inventory
 ENGINE = ReplacingMergeTree(last_seen)
 ORDER BY (host, disk);
 
+-- A Kafka table of its own for the inventory's view, with its own consumer group: a 18.16
+-- Kafka table feeding two views can deliver a read to one of them only (see 0009).
+CREATE TABLE IF NOT EXISTS {db}.disk_inventory_kafka AS {db}.diskstats
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.diskstats.v1',
+    kafka_group_name = '{kafka_group}-disk_inventory', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64;
+
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.disk_inventory_mv TO {db}.disk_inventory AS
 SELECT host, disk, any(model) AS model, any(serial) AS serial, any(rotational) AS rotational,
        toDateTime(intDiv(max(ts_ns), 1000000000)) AS last_seen
-FROM {db}.diskstats_kafka
+FROM {db}.disk_inventory_kafka
 GROUP BY host, disk

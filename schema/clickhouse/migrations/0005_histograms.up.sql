@@ -1,7 +1,8 @@
 -- Kernel latency histograms (io.hist.v1): every I/O of one op on one disk over about a
 -- second, in log2 µs buckets ([2^i, 2^(i+1)), index 0 also below 1 µs), for the device
--- (D2C), queue and total (Q2C) latencies; the rollups of 0009 read the same stream. A replayed
--- histogram has the same (host, disk, op, latency, start_ns) and replaces its twin.
+-- (D2C), queue and total (Q2C) latencies; the rollups of 0009 read the same topic through
+-- Kafka tables of their own. A replayed histogram has the same (host, disk, op, latency,
+-- start_ns) and replaces its twin.
 CREATE TABLE IF NOT EXISTS {db}.histograms
 (
     host String,

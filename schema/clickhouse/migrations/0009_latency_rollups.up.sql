@@ -4,9 +4,16 @@
 -- heatmap is computed from the month's buckets, never from averages of averages.
 --   buckets: sumForEachMerge(buckets_log2_us) -> the log2 µs histogram
 --   count, errors, sum_us: sumMerge;  max_us: maxMerge
--- Every level is fed from the Kafka table directly, like the histograms table: ClickHouse
--- 18.16 does not pass a view's inserts on to the views of its target table. Each level
--- is exact either way.
+-- Every level reads io.hist.v1 through a Kafka table of its own (own consumer group, own
+-- offsets), whose one view is created right after it:
+--  - ClickHouse 18.16 does not pass a view's inserts on to the views of its target table,
+--    so a level cannot be fed from the level below it;
+--  - a 18.16 Kafka table's read delivers only to the views that existed when the read
+--    began, and a read lasts seconds. Views added to histograms_kafka here, while it was
+--    already reading, missed that read's messages: the rollups came up short on a fresh
+--    `up` now and then, and on an upgrade they would have missed the history the topic
+--    still holds. A Kafka table with one view never streams before that view exists.
+-- Each level is exact either way; the cost is io.hist.v1 parsed once per table.
 -- The sorting key starts with the coarser period, so a fleet-wide query over the last hour
 -- and one disk's day both read only their own granules.
 CREATE TABLE IF NOT EXISTS {db}.latency_1m
@@ -36,6 +43,12 @@ ENGINE = AggregatingMergeTree
 PARTITION BY toYear(period)
 ORDER BY (host, disk, op, latency, period);
 
+-- Blocks of 64 messages: see 0002_windows_kafka.
+CREATE TABLE IF NOT EXISTS {db}.latency_1m_kafka AS {db}.histograms
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.hist.v1',
+    kafka_group_name = '{kafka_group}-latency_1m', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64;
+
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1m_mv TO {db}.latency_1m AS
 SELECT
     host, disk, op, latency,
@@ -43,8 +56,14 @@ SELECT
     sumForEachState(buckets_log2_us) AS buckets_log2_us,
     sumState(count) AS count, sumState(errors) AS errors,
     sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
-FROM {db}.histograms_kafka
+FROM {db}.latency_1m_kafka
 GROUP BY host, disk, op, latency, period;
+
+-- Blocks of 64 messages: see 0002_windows_kafka.
+CREATE TABLE IF NOT EXISTS {db}.latency_1h_kafka AS {db}.histograms
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.hist.v1',
+    kafka_group_name = '{kafka_group}-latency_1h', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1h_mv TO {db}.latency_1h AS
 SELECT
@@ -53,8 +72,14 @@ SELECT
     sumForEachState(buckets_log2_us) AS buckets_log2_us,
     sumState(count) AS count, sumState(errors) AS errors,
     sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
-FROM {db}.histograms_kafka
+FROM {db}.latency_1h_kafka
 GROUP BY host, disk, op, latency, period;
+
+-- Blocks of 64 messages: see 0002_windows_kafka.
+CREATE TABLE IF NOT EXISTS {db}.latency_1d_kafka AS {db}.histograms
+ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.hist.v1',
+    kafka_group_name = '{kafka_group}-latency_1d', kafka_format = 'JSONEachRow', kafka_row_delimiter = '\n',
+    kafka_max_block_size = 64;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.latency_1d_mv TO {db}.latency_1d AS
 SELECT
@@ -63,5 +88,5 @@ SELECT
     sumForEachState(buckets_log2_us) AS buckets_log2_us,
     sumState(count) AS count, sumState(errors) AS errors,
     sumState(sum_us) AS sum_us, maxState(max_us) AS max_us
-FROM {db}.histograms_kafka
+FROM {db}.latency_1d_kafka
 GROUP BY host, disk, op, latency, period
