@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS {db}.disk_inventory
 ENGINE = ReplacingMergeTree(last_seen)
 ORDER BY (host, disk);
 
--- A Kafka table of its own for the inventory's view, with its own consumer group: a 18.16
+-- A Kafka table of its own for the inventory's view, with its own consumer group: an 18.16
 -- Kafka table feeding two views can deliver a read to one of them only (see 0009).
 CREATE TABLE IF NOT EXISTS {db}.disk_inventory_kafka AS {db}.diskstats
 ENGINE = Kafka SETTINGS kafka_broker_list = '{kafka_brokers}', kafka_topic_list = 'io.diskstats.v1',
