@@ -82,8 +82,9 @@ def warehouse_ingest_s(client, brokers, n, ios):
     """{table: seconds} until each table fed from the topic holds all of it, counted from
     the moment a new database's migrations begin (its consumer groups are new)."""
     db = f"ingest_{uuid.uuid4().hex[:8]}"
+    migrator = Migrator(client, db=db, kafka_brokers=brokers, kafka_group=db, log=lambda _: None)
     started = time.monotonic()
-    Migrator(client, db=db, kafka_brokers=brokers, kafka_group=db, log=lambda _: None).up()
+    migrator.up()
     tables = [t.removesuffix("_kafka") for t in kafka_tables_of(TOPIC)]
     done = {}
     while len(done) < len(tables):
@@ -94,7 +95,7 @@ def warehouse_ingest_s(client, brokers, n, ios):
         if time.monotonic() - started > 900:
             raise SystemExit(f"not all of {n:,} messages stored after 900 s: {done}")
         time.sleep(0.25)
-    Migrator(client, db=db, kafka_brokers=brokers, kafka_group=db, log=lambda _: None).down()
+    migrator.down()
     return {table: done[table] for table in tables}
 
 
