@@ -27,6 +27,9 @@ from end_to_end import SCENARIOS, Run, play_together, scenario_disk  # noqa: E40
 from kafka_records import consume_host  # noqa: E402
 
 GROUPS = (("S1", "S2", "S3", "S4", "S5"), ("S6",))
+# The agent anchors each disk's count of missing completions on an interval in which
+# nothing completed (agent/src/reconcile.rs): two of its 1 s readings while all is idle.
+AGENT_ANCHOR_S = 2.5
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "end-to-end.md"
 
 
@@ -90,6 +93,7 @@ def fleet(pipeline, agent_bin):
         disks = {name: cleanup.enter_context(scenario_disk(SCENARIOS[name])) for group in GROUPS for name in group}
         agent = subprocess.Popen([str(agent_bin), "run", "--output", "kafka", "--brokers", pipeline.ports.brokers,
                                   "--host", fleet.host], stderr=agent_log, text=True)
+        time.sleep(AGENT_ANCHOR_S)
         try:
             for group in GROUPS:
                 runs = [Run(SCENARIOS[name], disks[name]) for name in group]
@@ -110,6 +114,7 @@ def fleet(pipeline, agent_bin):
         fleet.agent_summary = log.strip().splitlines()[-1]
         fleet.agent_hists = [h for h in consume_host(pipeline.ports.brokers, "io.hist.v1", fleet.host)
                              if h["latency"] == "device" and h["op"] in ("R", "W")]
+        fleet.untraced = consume_host(pipeline.ports.brokers, "io.agent.v1", fleet.host)[-1].get("untraced_by_disk", {})
         sent = sum(h["count"] for h in fleet.agent_hists)
         stack.wait_for("every histogram stored", lambda: sum(fleet.stored_ios("histograms", "sum(count)").values()) == sent,
                        timeout_s=60)
@@ -129,17 +134,20 @@ def accounting(fleet, run):
         "workload issued": run.issued,
         "kernel diskstats": run.completed,
         "agent histograms": sum(h["count"] for h in fleet.agent_hists if h["disk"] == disk),
+        "agent reported missing": fleet.untraced.get(disk, 0),
         "ClickHouse histograms": fleet.stored_ios("histograms", "sum(count)").get(disk, 0),
         "ClickHouse latency_1m": fleet.stored_ios("latency_1m", "sumMerge(count)").get(disk, 0),
     }
 
 
 def write_figures(fleet):
-    lines = ["| scenario | disk | verdicts (time to detect, s) | I/Os: workload = diskstats = agent = stored = 1 min rollup |",
+    lines = ["| scenario | disk | verdicts (time to detect, s) | I/Os: workload = diskstats = agent (+ reported missing) = stored = 1 min rollup |",
              "|---|---|---|---|"]
     for name, run in sorted(fleet.runs.items()):
         ttd = ", ".join(f"{kind} {severity} ({seconds:.0f})" for (kind, severity), seconds in times_to_detect(fleet, run).items())
-        counts = " = ".join(str(n) for n in accounting(fleet, run).values())
+        n = accounting(fleet, run)
+        counts = (f"{n['workload issued']} = {n['kernel diskstats']} = {n['agent histograms']} "
+                  f"(+ {n['agent reported missing']}) = {n['ClickHouse histograms']} = {n['ClickHouse latency_1m']}")
         lines.append(f"| {name} {run.scenario.story} | {run.disk.name} | {ttd or 'none'} | {counts} |")
     FIGURES.parent.mkdir(parents=True, exist_ok=True)
     lines.append(f"\nagent: {fleet.agent_summary}")
@@ -185,8 +193,15 @@ def test_every_io_the_agent_counted_is_stored_once(fleet, name):
     assert counts["agent histograms"] <= counts["kernel diskstats"], counts
 
 
-@pytest.mark.xfail(strict=False, reason="open: with several fault disks busy at once the agent's histograms come out "
-                   "short of diskstats by 0-1% (ios_untracked, and completions no block_rq_complete program sees)")
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_io_the_kernel_completed_is_in_the_histograms_or_reported_missing(fleet, name):
+    counts = accounting(fleet, fleet.runs[name])
+    assert counts["agent histograms"] + counts["agent reported missing"] == counts["kernel diskstats"], counts
+
+
+@pytest.mark.xfail(strict=False, reason="open: with several fault disks busy at once the kernel does not run the agent's "
+                   "completion program for some completions (ftrace sees them; see END_TO_END.md); the agent reports "
+                   "them per disk, and the test above holds it to that")
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_the_agent_counts_every_io_the_kernel_completed(fleet, name):
     counts = accounting(fleet, fleet.runs[name])

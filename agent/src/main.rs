@@ -8,6 +8,7 @@ mod iotrace;
 mod lines;
 mod output;
 mod recent;
+mod reconcile;
 mod record;
 mod sampler;
 mod sysfs;

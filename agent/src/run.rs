@@ -38,15 +38,23 @@ impl Run {
         let started = Instant::now();
         let mut taken = 0u64;
         while !stop.load(Ordering::Relaxed) && (self.count == 0 || taken < self.count) {
-            match self.sampler.sample() {
-                Ok(sample) => diskstats.emit(&sample, self.sink.as_mut())?,
+            let sample = match self.sampler.sample() {
+                Ok(sample) => {
+                    diskstats.emit(&sample, self.sink.as_mut())?;
+                    Some(sample)
+                }
                 Err(err) => {
                     diskstats.read_errors += 1;
                     eprintln!("iopipe-agent: reading {}: {err}", self.sampler.diskstats_path().display());
+                    None
                 }
-            }
+            };
             if let Some(tracer) = self.tracer.as_mut() {
+                // After the sample: the histograms read later can only hold more (reconcile.rs).
                 tracer.emit_interval(self.sink.as_mut())?;
+                if let Some(sample) = &sample {
+                    tracer.reconcile(sample);
+                }
             }
             report.emit(&diskstats, self.tracer.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
             taken += 1;
@@ -202,6 +210,7 @@ impl SelfReport {
             tracing: self.tracing,
             labels: &self.labels,
             counters: counters.iter().map(|c| (c.name, c.value)).collect(),
+            untraced_by_disk: tracer.map(Tracer::untraced_by_disk).unwrap_or_default(),
         };
         sink.send(&self.topic, &self.host, &serde_json::to_string(&record)?)?;
         sink.flush()

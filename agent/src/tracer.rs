@@ -5,16 +5,20 @@
 use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
 use crate::output::Sink;
 use crate::recent::RecentLatency;
+use crate::reconcile::Reconciler;
+use crate::sampler::Sample;
 use crate::telemetry::Counter;
 use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, EVENT_SCHEMA, HIST_SCHEMA};
 use crate::{sampler, sysfs, topics};
 use anyhow::Result;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const LATENCY_KINDS: [&str; 3] = ["device", "queue", "total"];
 const DEVICE: usize = 0;
+/// Flushes are left out of the reconciliation: diskstats counts them apart, by other rules.
+const FLUSH: usize = 3;
 const OP_NAMES: [Op; OPS] = [Op::R, Op::W, Op::D, Op::F];
 /// In the order of enum sample_reason.
 const REASONS: [SampleReason; 3] = [SampleReason::Outlier, SampleReason::Uniform, SampleReason::Recorder];
@@ -30,6 +34,9 @@ pub struct Tracer {
     sampling: SamplingConfig,
     outlier_quantile: f64,
     recent: HashMap<(DiskId, usize), RecentLatency>,
+    /// Reads, writes and discards in each disk's histograms since the agent attached.
+    traced: HashMap<DiskId, u64>,
+    reconciler: Reconciler,
     pub stats: TracerStats,
 }
 
@@ -58,6 +65,8 @@ impl Tracer {
             sampling,
             outlier_quantile,
             recent: HashMap::new(),
+            traced: HashMap::new(),
+            reconciler: Reconciler::default(),
             stats: TracerStats::default(),
         })
     }
@@ -105,6 +114,9 @@ impl Tracer {
         let seconds = end_ns.saturating_sub(self.interval_start_ns) as f64 / 1e9;
         self.interval_start_ns = end_ns;
         self.stats.ios_completed += hists.iter().filter(|h| h.kind == DEVICE).map(|h| h.count).sum::<u64>();
+        for hist in hists.iter().filter(|h| h.kind == DEVICE && h.op != FLUSH) {
+            *self.traced.entry(hist.disk).or_default() += hist.count;
+        }
         self.update_settings(&hists, seconds)?;
         sink.flush()
     }
@@ -166,13 +178,33 @@ impl Tracer {
         }
     }
 
+    /// Holds each disk's completions in `sample` (read before this interval's
+    /// histograms) against those its histograms counted. Partitions are never in the
+    /// histograms (their I/O is their disk's), so they are never reported.
+    pub fn reconcile(&mut self, sample: &Sample) {
+        for disk in &sample.disks {
+            let c = &disk.counters;
+            let id = DiskId { major: c.major, minor: c.minor };
+            let kernel = c.reads_completed + c.writes_completed + c.discards.map_or(0, |d| d.completed);
+            self.reconciler.observe(id, kernel, self.traced.get(&id).copied().unwrap_or(0));
+        }
+    }
+
+    /// Each disk's completions diskstats counted that its histograms lack (see reconcile.rs).
+    pub fn untraced_by_disk(&self) -> BTreeMap<String, u64> {
+        self.reconciler
+            .untraced()
+            .map(|(disk, n)| (self.disk_names.get(&disk).cloned().unwrap_or_else(|| numbered(disk)), n))
+            .collect()
+    }
+
     /// A disk that vanished keeps its numbers as its name: its I/O is still reported.
     fn disk_name(&mut self, disk: DiskId) -> String {
         let sys_root = &self.sys_root;
         self.disk_names
             .entry(disk)
             .or_insert_with(|| {
-                sysfs::device_name(sys_root, disk.major, disk.minor).unwrap_or_else(|| format!("{}:{}", disk.major, disk.minor))
+                sysfs::device_name(sys_root, disk.major, disk.minor).unwrap_or_else(|| numbered(disk))
             })
             .clone()
     }
@@ -190,6 +222,7 @@ impl Tracer {
         let [outlier, uniform, recorder] = self.stats.events_by_reason;
         vec![
             Counter::new("ios_completed", self.stats.ios_completed, "block I/Os completed, counted in the kernel's histograms"),
+            Counter::new("ios_untraced", self.reconciler.total(), "reads, writes and discards /proc/diskstats counted that the histograms lack, from each disk's first idle interval on (a lower bound; per disk in io.agent.v1 untraced_by_disk)"),
             Counter::new("events_sent_outlier", outlier, "outlier events sent"),
             Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
             Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),
@@ -202,6 +235,11 @@ impl Tracer {
     pub fn kernel_counters(&self) -> Result<Vec<(&'static str, u64, &'static str)>> {
         self.trace.counters()
     }
+}
+
+/// A disk's numbers as its name, where sysfs no longer knows it.
+fn numbered(disk: DiskId) -> String {
+    format!("{}:{}", disk.major, disk.minor)
 }
 
 fn clock_ns(clock: libc::clockid_t) -> i128 {
