@@ -7,6 +7,9 @@
 --
 -- Parameters: limit (UInt32), rows to return.
 -- Reads: latency_1m, only the granules of the last hour (its sorting key starts with the hour).
+-- The hour condition repeats the minute one for ClickHouse 18.16, which does not carry a
+-- condition on `period` over to the key's toStartOfHour(period): without it, the whole
+-- day's partition is read (730 ms instead of 190 ms for 10,000 disks).
 SELECT
     host,
     disk,
@@ -29,6 +32,7 @@ FROM
         arrayFirstIndex(c -> c >= 0.99 * ios, cum) AS i99
     FROM iopipe.latency_1m
     WHERE latency = 'device' AND period >= toStartOfMinute(now() - 3600)
+      AND toStartOfHour(period) >= toStartOfHour(now() - 3600)
     GROUP BY host, disk
     HAVING ios >= 100
 )
