@@ -185,7 +185,8 @@ impl Tracer {
         for disk in &sample.disks {
             let c = &disk.counters;
             let id = DiskId { major: c.major, minor: c.minor };
-            let kernel = c.reads_completed + c.writes_completed + c.discards.map_or(0, |d| d.completed);
+            // Saturating: /proc/diskstats (or a --proc-root file) may hold any u64.
+            let kernel = c.reads_completed.saturating_add(c.writes_completed).saturating_add(c.discards.map_or(0, |d| d.completed));
             self.reconciler.observe(id, kernel, self.traced.get(&id).copied().unwrap_or(0));
         }
     }
