@@ -71,4 +71,22 @@ class OfflineJobTest {
         assertTrue(rejected.stream().anyMatch(r -> r.get("reason").asText().equals("missing field: disk")));
         assertTrue(rejected.stream().anyMatch(r -> r.get("reason").asText().equals("unknown schema: io.unknown.v9")));
     }
+
+    @Test
+    void aSampleFromAHostWhoseClockSteppedBackIsADeadLetter(@TempDir Path dir) throws Exception {
+        Path input = dir.resolve("in.ndjson");
+        Files.write(input, List.of(diskstats("sda", 10, 70), diskstats("sda", 11, 77), diskstats("sda", 5, 35)));
+        Path rejects = dir.resolve("rejects.ndjson");
+
+        OfflineJob.Counts counts = OfflineJob.run(input, dir.resolve("out.ndjson"), rejects, new Pipeline.Config());
+
+        List<JsonNode> rejected = SchemaFiles.ndjson(rejects);
+        assertEquals(1, counts.rejects());
+        assertEquals(1, rejected.size());
+        JsonNode deadLetter = rejected.get(0);
+        assertEquals(Set.of(), SchemaFiles.violations("io.deadletter.v1", deadLetter.toString()));
+        assertEquals("in.ndjson:3", deadLetter.get("source").asText());
+        assertTrue(deadLetter.get("reason").asText().startsWith("out of order: ts_ns " + (START_NS + 5 * SECOND_NS)),
+                deadLetter.get("reason").asText());
+    }
 }

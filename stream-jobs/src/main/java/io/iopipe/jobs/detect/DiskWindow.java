@@ -95,7 +95,7 @@ public class DiskWindow {
     public long errors() {
         long n = 0;
         for (OpLatency op : ops.values()) {
-            n += op.errors();
+            n = Saturating.add(n, op.errors());
         }
         return n;
     }

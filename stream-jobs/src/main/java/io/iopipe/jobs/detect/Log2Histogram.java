@@ -3,7 +3,8 @@ package io.iopipe.jobs.detect;
 /**
  * A biolatency-style histogram of latencies in microseconds: bucket i counts
  * [2^i, 2^(i+1)) us, bucket 0 also what is under 1 us. Merging is exact, so a window
- * built from the kernel's interval histograms counts every I/O once.
+ * built from the kernel's interval histograms counts every I/O once, up to 2^63-1 of
+ * them: beyond, counts and sums hold there (Saturating) rather than wrap to small ones.
  */
 public class Log2Histogram {
     public static final int BUCKETS = 64;
@@ -26,19 +27,20 @@ public class Log2Histogram {
     }
 
     public void add(long us, long n) {
-        buckets[bucketOf(us)] += n;
-        count += n;
-        sumUs += us * n;
+        int bucket = bucketOf(us);
+        buckets[bucket] = Saturating.add(buckets[bucket], n);
+        count = Saturating.add(count, n);
+        sumUs = Saturating.add(sumUs, Saturating.multiply(us, n));
         maxUs = Math.max(maxUs, us);
     }
 
     /** Adds one kernel interval histogram (its buckets, count, sum and max). */
     public void addBuckets(long[] log2Buckets, long n, long sum, long max) {
         for (int i = 0; i < log2Buckets.length && i < BUCKETS; i++) {
-            buckets[i] += log2Buckets[i];
+            buckets[i] = Saturating.add(buckets[i], log2Buckets[i]);
         }
-        count += n;
-        sumUs += sum;
+        count = Saturating.add(count, n);
+        sumUs = Saturating.add(sumUs, sum);
         maxUs = Math.max(maxUs, max);
     }
 
@@ -80,7 +82,7 @@ public class Log2Histogram {
                 double upper = Math.min(upperEdgeUs(i), Math.max(lower, maxUs));
                 return Math.min(lower * Math.pow(upper / lower, within), maxUs);
             }
-            seen += buckets[i];
+            seen = Saturating.add(seen, buckets[i]);
         }
         return maxUs;
     }

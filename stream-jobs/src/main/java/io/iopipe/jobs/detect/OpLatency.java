@@ -64,11 +64,11 @@ public class OpLatency {
         device.merge(o.device);
         queue.merge(o.queue);
         total.merge(o.total);
-        errors += o.errors;
+        errors = Saturating.add(errors, o.errors);
         eventDevice.merge(o.eventDevice);
         eventQueue.merge(o.eventQueue);
         eventTotal.merge(o.eventTotal);
-        eventErrors += o.eventErrors;
+        eventErrors = Saturating.add(eventErrors, o.eventErrors);
         events += o.events;
         slowestIntervalMedianUs = Math.max(slowestIntervalMedianUs, o.slowestIntervalMedianUs);
         eventDepthSum += o.eventDepthSum;

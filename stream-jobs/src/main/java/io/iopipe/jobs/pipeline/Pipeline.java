@@ -1,6 +1,7 @@
 package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.Json;
@@ -68,15 +69,17 @@ public final class Pipeline {
                 .process(new DecodeRecords()).name("decode records").uid("decode-records");
         // No watermarks: each disk keeps its own event-time clock (DiskWindows). The final
         // watermark of a bounded input still closes every window.
-        SingleOutputStreamOperator<DiskRecord> deltas = decoded
+        // A side output belongs to the operator that wrote it: keep each process function's
+        // own stream to read its dead letters from, not the stream of what follows it.
+        SingleOutputStreamOperator<DiskstatsDelta> deltas = decoded
                 .filter(r -> r.sample != null).name("diskstats samples").uid("diskstats-samples")
                 .map(r -> r.sample).returns(DiskstatsSample.class).name("unwrap samples").uid("unwrap-samples")
                 .keyBy(DiskstatsSample::key)
                 .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis()))
-                .name("diskstats deltas").uid("diskstats-deltas")
-                .map(DiskRecord::of).returns(DiskRecord.class).name("wrap deltas").uid("wrap-deltas");
-        DataStream<DiskRecord> measures = deltas.union(
-                decoded.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
+                .name("diskstats deltas").uid("diskstats-deltas");
+        DataStream<DiskRecord> measures = deltas
+                .map(DiskRecord::of).returns(DiskRecord.class).name("wrap deltas").uid("wrap-deltas")
+                .union(decoded.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
         int base = config.windowSeconds.get(0);

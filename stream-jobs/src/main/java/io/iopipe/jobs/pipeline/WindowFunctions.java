@@ -2,6 +2,7 @@ package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.OpLatency;
+import io.iopipe.jobs.detect.Saturating;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
 import org.apache.flink.api.common.functions.AggregateFunction;
@@ -35,7 +36,7 @@ public final class WindowFunctions {
                 case "device" -> {
                     op.addDeviceInterval(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
                     // The same errors ride on all three kinds; count them once.
-                    op.errors += h.errors;
+                    op.errors = Saturating.add(op.errors, h.errors);
                 }
                 case "queue" -> op.queue.addBuckets(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
                 default -> op.total.addBuckets(h.bucketsLog2Us, h.count, h.sumUs, h.maxUs);
@@ -56,7 +57,7 @@ public final class WindowFunctions {
                 op.eventDepthWeight += e.sampleWeight;
             }
             if (e.error != 0) {
-                op.eventErrors += weight;
+                op.eventErrors = Saturating.add(op.eventErrors, weight);
             }
             w.keep(e);
         }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -76,11 +77,35 @@ public final class Json {
 
     /** A string that may be empty, at most maxLength characters. */
     public static String textUpTo(JsonNode record, String field, int maxLength) throws DecodeException {
+        return textUpTo(record, field, maxLength, field);
+    }
+
+    /** As {@link #textUpTo(JsonNode, String, int)}, naming the field by its path in the record. */
+    private static String textUpTo(JsonNode record, String field, int maxLength, String path) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isTextual() || value.textValue().length() > maxLength) {
-            throw new DecodeException(field + " must be a string of at most " + maxLength + " characters");
+            throw new DecodeException(path + " must be a string of at most " + maxLength + " characters");
         }
         return value.textValue();
+    }
+
+    /** An optional string of at most maxLength characters; null when absent. */
+    public static String optionalTextUpTo(JsonNode record, String field, int maxLength) throws DecodeException {
+        return record.has(field) ? textUpTo(record, field, maxLength) : null;
+    }
+
+    /** An optional object of at most maxLabels names, each with a string of at most maxLength characters. */
+    public static void optionalLabels(JsonNode record, String field, int maxLabels, int maxLength) throws DecodeException {
+        if (!record.has(field)) {
+            return;
+        }
+        JsonNode labels = present(record, field);
+        if (!labels.isObject() || labels.size() > maxLabels) {
+            throw new DecodeException(field + " must be an object of at most " + maxLabels + " labels");
+        }
+        for (Map.Entry<String, JsonNode> label : labels.properties()) {
+            textUpTo(labels, label.getKey(), maxLength, field + "." + label.getKey());
+        }
     }
 
     public static String oneOf(JsonNode record, String field, Set<String> allowed) throws DecodeException {

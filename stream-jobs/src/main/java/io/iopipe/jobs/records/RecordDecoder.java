@@ -16,6 +16,28 @@ public final class RecordDecoder {
      * make the disk's next ones late until real time caught up: this bounds the damage.
      */
     static final long MAX_CLOCK_AHEAD_NS = 15L * 60 * 1_000_000_000L;
+    /**
+     * The longest one I/O can spend in the block layer, queued or at the device. The
+     * kernel fails a request long before: sd times a SCSI command out after 30 s and
+     * retries it at most 5 times (SD_MAX_RETRIES) while the error handler aborts and
+     * resets; NVMe times out after 30 s (io_timeout) with at most 5 retries
+     * (nvme_max_retries). The slowest real I/Os therefore last minutes, and a dying
+     * disk's 10-60 s ones, the evidence of its failure, are far inside. A day is hundreds
+     * of times the longest retry chain: a longer I/O is a wrong timestamp (a zero, a
+     * clock step, a unit mistaken), not a disk.
+     */
+    static final long MAX_IO_LATENCY_NS = 24L * 60 * 60 * 1_000_000_000L;
+    static final long MAX_IO_LATENCY_US = MAX_IO_LATENCY_NS / 1000;
+    /**
+     * No device completes more than one I/O per nanosecond (the fastest NVMe drives
+     * manage a few million a second, hundreds of times fewer), so a histogram counts at
+     * most one I/O per ns of its span. The agent reads that span on the wall clock next
+     * to its reads of the kernel's maps, not at them: its last interval at shutdown spans
+     * microseconds, a stepped clock can make a span nothing, and either may carry I/Os
+     * counted late (a per-CPU copy caught mid-retirement is counted in the next interval).
+     * So a span counts as at least this long, the agent's default interval.
+     */
+    static final long MIN_COUNTED_SPAN_NS = 1_000_000_000L;
 
     private RecordDecoder() {}
 
@@ -25,16 +47,14 @@ public final class RecordDecoder {
     }
 
     public static DiskstatsSample diskstats(JsonNode n, String source, long nowNs) throws DecodeException {
-        String schema = schemaOf(n);
-        if (!DiskstatsSample.SCHEMA.equals(schema)) {
-            throw new DecodeException("expected " + DiskstatsSample.SCHEMA + ", got " + schema);
-        }
+        expectSchema(n, DiskstatsSample.SCHEMA);
         DiskstatsSample s = new DiskstatsSample();
         s.source = source;
         s.host = Json.text(n, "host", 253);
         s.disk = Json.text(n, "disk", 64);
         s.tsNs = timestamp(n, "ts_ns", nowNs);
         s.rotational = Json.bool(n, "rotational");
+        checkDiskIdentity(n);
         s.readsCompleted = Json.counter(n, "reads_completed");
         s.readsMerged = Json.counter(n, "reads_merged");
         s.sectorsRead = Json.counter(n, "sectors_read");
@@ -55,6 +75,15 @@ public final class RecordDecoder {
         return s;
     }
 
+    /** What names the disk for the warehouse and tickets; the jobs do not read it, but it must be as the schema says. */
+    private static void checkDiskIdentity(JsonNode n) throws DecodeException {
+        Json.optionalCounter(n, "major");
+        Json.optionalCounter(n, "minor");
+        Json.optionalTextUpTo(n, "model", 128);
+        Json.optionalTextUpTo(n, "serial", 128);
+        Json.optionalLabels(n, "labels", 32, 256);
+    }
+
     static final Set<String> OPS = Set.of("R", "W", "D", "F");
     static final Set<String> LATENCY_KINDS = Set.of("device", "queue", "total");
     static final Set<String> SAMPLE_REASONS = Set.of("outlier", "uniform", "recorder", "all");
@@ -66,27 +95,54 @@ public final class RecordDecoder {
         h.disk = Json.text(n, "disk", 64);
         h.op = Json.oneOf(n, "op", OPS);
         h.latency = Json.oneOf(n, "latency", LATENCY_KINDS);
-        h.startNs = Json.counter(n, "start_ns");
+        h.startNs = timestamp(n, "start_ns", nowNs);
         h.endNs = timestamp(n, "end_ns", nowNs);
         if (h.startNs > h.endNs) {
             throw new DecodeException("start_ns " + h.startNs + " is after end_ns " + h.endNs);
         }
         h.bucketsLog2Us = Json.counters(n, "buckets_log2_us", HistRecord.MAX_BUCKETS);
         h.count = Json.counter(n, "count");
-        h.sumUs = Json.counter(n, "sum_us");
-        h.maxUs = Json.counter(n, "max_us");
-        h.errors = Json.optionalCounter(n, "errors");
-        long inBuckets = 0;
-        for (long b : h.bucketsLog2Us) {
-            inBuckets += b;
-        }
+        long inBuckets = sumOfBuckets(h.bucketsLog2Us);
         if (inBuckets != h.count) {
             throw new DecodeException("buckets_log2_us hold " + inBuckets + " I/Os but count is " + h.count);
         }
+        checkCountFitsSpan(h);
+        // No bound ties sum_us to count: the agent reads the buckets and the sum of each
+        // per-CPU copy apart while completions update them, and carries each over apart,
+        // so a sum may hold I/Os the buckets do not. Merges saturate instead (Log2Histogram).
+        h.sumUs = Json.counter(n, "sum_us");
+        h.maxUs = Json.counter(n, "max_us");
+        if (h.maxUs > MAX_IO_LATENCY_US) {
+            throw new DecodeException("max_us " + h.maxUs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
+                    + " s no I/O lasts: send the interval's largest latency in microseconds");
+        }
+        h.errors = Json.optionalCounter(n, "errors");
         if (h.errors > h.count) {
             throw new DecodeException("errors " + h.errors + " exceed count " + h.count);
         }
         return h;
+    }
+
+    /** The I/Os the buckets hold; refused rather than wrapped around when beyond a long. */
+    private static long sumOfBuckets(long[] buckets) throws DecodeException {
+        long sum = 0;
+        try {
+            for (long b : buckets) {
+                sum = Math.addExact(sum, b);
+            }
+        } catch (ArithmeticException overflow) {
+            throw new DecodeException("buckets_log2_us hold more than 2^63-1 I/Os together: "
+                    + "each bucket must count the I/Os of this interval alone");
+        }
+        return sum;
+    }
+
+    private static void checkCountFitsSpan(HistRecord h) throws DecodeException {
+        long spanNs = Math.max(h.endNs - h.startNs, MIN_COUNTED_SPAN_NS);
+        if (h.count > spanNs) {
+            throw new DecodeException("count " + h.count + " is more than one I/O per ns of the " + spanNs
+                    + " ns from start_ns to end_ns, faster than any device: count only this interval's I/Os");
+        }
     }
 
     public static IoEvent event(JsonNode n, long nowNs) throws DecodeException {
@@ -97,12 +153,20 @@ public final class RecordDecoder {
         e.op = Json.oneOf(n, "op", OPS);
         e.bytes = Json.counter(n, "bytes");
         e.sector = Json.counter(n, "sector");
-        e.issueNs = Json.counter(n, "issue_ns");
+        e.issueNs = timestamp(n, "issue_ns", nowNs);
         e.completeNs = timestamp(n, "complete_ns", nowNs);
         if (e.issueNs > e.completeNs) {
             throw new DecodeException("issue_ns " + e.issueNs + " is after complete_ns " + e.completeNs);
         }
+        if (e.deviceNs() > MAX_IO_LATENCY_NS) {
+            throw new DecodeException("issue_ns is " + seconds(e.deviceNs()) + " s before complete_ns, beyond the "
+                    + seconds(MAX_IO_LATENCY_NS) + " s no I/O lasts: issue_ns must be when this I/O was dispatched");
+        }
         e.queueNs = Json.counter(n, "queue_ns");
+        if (e.queueNs > MAX_IO_LATENCY_NS) {
+            throw new DecodeException("queue_ns " + e.queueNs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
+                    + " s no I/O waits: send the time from insertion to dispatch in nanoseconds, or 0 if unknown");
+        }
         e.inflight = Json.counter(n, "inflight");
         e.error = Json.integer(n, "error");
         if (e.error > 0) {
@@ -121,7 +185,7 @@ public final class RecordDecoder {
     private static void expectSchema(JsonNode n, String expected) throws DecodeException {
         String schema = schemaOf(n);
         if (!expected.equals(schema)) {
-            throw new DecodeException("expected " + expected + ", got " + schema);
+            throw new DecodeException("schema must be " + expected + ", got " + schema);
         }
     }
 
@@ -135,5 +199,9 @@ public final class RecordDecoder {
                     + " s ahead of this clock; fix the producer's clock (NTP)");
         }
         return ts;
+    }
+
+    private static long seconds(long ns) {
+        return ns / 1_000_000_000L;
     }
 }

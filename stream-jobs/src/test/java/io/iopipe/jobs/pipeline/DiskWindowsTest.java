@@ -1,10 +1,14 @@
 package io.iopipe.jobs.pipeline;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.detect.Log2Histogram;
 import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.RecordDecoder;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -158,6 +162,56 @@ class DiskWindowsTest {
         assertEquals(90, harness.extractOutputValues().get(0).iostat.readsCompleted);
     }
 
+    /** The earliest timestamp a record may carry: 2001-09-09, in ns. */
+    static final long EARLIEST_ACCEPTED_NS = 1_000_000_000_000_000_000L;
+
+    private static DiskRecord decoded(String json, boolean isEvent) throws Exception {
+        long nowNs = (T0_MS + HOUR_MS) * 1_000_000L;
+        return isEvent ? DiskRecord.of(RecordDecoder.event(Json.parseObject(json), nowNs))
+                : DiskRecord.of(RecordDecoder.hist(Json.parseObject(json), nowNs));
+    }
+
+    private Log2Histogram closedWindowsDeviceTime() throws Exception {
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        List<DiskWindow> closed = harness.extractOutputValues();
+        assertEquals(1, closed.size());
+        return closed.get(0).op("R").device();
+    }
+
+    @Test
+    void histogramsWhoseCountsAddBeyondALongHoldThereInsteadOfWrapping() throws Exception {
+        long endNs = (T0_MS + SECOND_MS) * 1_000_000L;
+        // Each spans decades from its own start, so each may count one I/O per ns of it;
+        // thirteen such count more than a long holds.
+        for (int k = 0; k < 13; k++) {
+            long startNs = EARLIEST_ACCEPTED_NS + k;
+            long count = endNs - startNs;
+            feed(decoded("{\"schema\":\"io.hist.v1\",\"host\":\"web-1\",\"disk\":\"sdb\",\"op\":\"R\",\"latency\":\"device\","
+                    + "\"start_ns\":" + startNs + ",\"end_ns\":" + endNs + ",\"buckets_log2_us\":[0,0,0,0,0,0,0,0,0,0,0,0," + count + "],"
+                    + "\"count\":" + count + ",\"sum_us\":" + Long.MAX_VALUE + ",\"max_us\":7000}", false));
+        }
+        Log2Histogram device = closedWindowsDeviceTime();
+        assertEquals(Long.MAX_VALUE, device.count);
+        assertEquals(Long.MAX_VALUE, device.sumUs);
+        double p50 = device.quantileUs(0.5);
+        assertTrue(p50 >= 4096 && p50 <= 7000, "the median stays in the 4-8 ms bucket that holds every I/O, was " + p50);
+    }
+
+    @Test
+    void eventsWhoseWeightsAddBeyondALongHoldThereInsteadOfWrapping() throws Exception {
+        long completeNs = (T0_MS + SECOND_MS) * 1_000_000L;
+        for (int sector = 0; sector < 2; sector++) {
+            feed(decoded("{\"schema\":\"io.event.v1\",\"host\":\"web-1\",\"disk\":\"sdb\",\"op\":\"R\",\"bytes\":4096,"
+                    + "\"sector\":" + sector + ",\"issue_ns\":" + (completeNs - 5_000_000L) + ",\"complete_ns\":" + completeNs
+                    + ",\"queue_ns\":0,\"inflight\":1,\"error\":0,\"comm\":\"dd\",\"pid\":1,"
+                    + "\"sample_reason\":\"uniform\",\"sample_weight\":1e300}", true));
+        }
+        Log2Histogram device = closedWindowsDeviceTime();
+        assertEquals(Long.MAX_VALUE, device.count);
+        double p50 = device.quantileUs(0.5);
+        assertTrue(p50 >= 4096 && p50 <= 5000, "both I/Os took 5 ms, the median was " + p50);
+    }
+
     @Test
     void aKindQuietOnTheWallClockIsNoLongerWaitedFor() throws Exception {
         feed(reads("web-1", T0_MS + SECOND_MS, 10));
@@ -169,4 +223,5 @@ class DiskWindowsTest {
                 "the disk's I/O stopped at 1 s; its diskstats went on to 20 s, and its histograms were not waited for after "
                         + config.kindIdleness.toSeconds() + " s");
     }
+
 }

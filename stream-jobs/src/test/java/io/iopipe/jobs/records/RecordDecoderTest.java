@@ -6,7 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iopipe.jobs.testing.SchemaFiles;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 class RecordDecoderTest {
     static final long NOW_NS = 1_763_700_100_000_000_000L;
@@ -24,12 +28,23 @@ class RecordDecoderTest {
         }
     }
 
+    /** Whether a reason names the field, as a whole word: "count", not a "counter". */
+    private static boolean names(String reason, String field) {
+        return Pattern.compile("(^|[^A-Za-z0-9_.])" + Pattern.quote(field) + "($|[^A-Za-z0-9_])").matcher(reason).find();
+    }
+
+    /** Decoding the example fails, for the fault in the field it names: a rule never reached fails this. */
+    private static void assertRefusedForItsField(JsonNode example, Executable decode) {
+        String why = example.get("why").asText();
+        String field = example.get("field").asText();
+        DecodeException e = assertThrows(DecodeException.class, decode, why);
+        assertTrue(names(e.getMessage(), field), why + ": the reason should name " + field + ", was: " + e.getMessage());
+    }
+
     @Test
-    void rejectsEverySharedInvalidDiskstatsExample() {
+    void rejectsEverySharedInvalidDiskstatsExampleForTheFieldItNames() {
         for (JsonNode example : SchemaFiles.invalidExamples("io.diskstats.v1")) {
-            DecodeException e = assertThrows(DecodeException.class,
-                    () -> RecordDecoder.diskstats(example.get("record"), "test", NOW_NS), example.get("why").asText());
-            assertTrue(!e.getMessage().isBlank());
+            assertRefusedForItsField(example, () -> RecordDecoder.diskstats(example.get("record"), "test", NOW_NS));
         }
     }
 
@@ -46,13 +61,100 @@ class RecordDecoderTest {
     }
 
     @Test
-    void rejectsEverySharedInvalidHistogramAndEventExample() {
+    void rejectsEverySharedInvalidHistogramAndEventExampleForTheFieldItNames() {
         for (JsonNode example : SchemaFiles.invalidExamples("io.hist.v1")) {
-            assertThrows(DecodeException.class, () -> RecordDecoder.hist(example.get("record"), NOW_NS), example.get("why").asText());
+            assertRefusedForItsField(example, () -> RecordDecoder.hist(example.get("record"), NOW_NS));
         }
         for (JsonNode example : SchemaFiles.invalidExamples("io.event.v1")) {
-            assertThrows(DecodeException.class, () -> RecordDecoder.event(example.get("record"), NOW_NS), example.get("why").asText());
+            assertRefusedForItsField(example, () -> RecordDecoder.event(example.get("record"), NOW_NS));
         }
+    }
+
+    @Test
+    void onlyRecordsTheDecoderRefusesHaveFaultsTheSchemaCannotExpress() {
+        Set<String> decoded = Set.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA);
+        for (String record : SchemaFiles.records()) {
+            for (JsonNode example : SchemaFiles.invalidExamples(record)) {
+                boolean schemaCanExpress = example.path("schema_can_express").asBoolean(true);
+                String why = record + ": " + example.get("why").asText();
+                assertEquals(schemaCanExpress, !SchemaFiles.violations(record, example.get("record").toString()).isEmpty(), why);
+                assertTrue(schemaCanExpress || decoded.contains(record), why + ": nothing would refuse it");
+            }
+        }
+    }
+
+    @Test
+    void theSchemasStateTheDecodersBounds() {
+        for (String record : List.of("io.diskstats.v1", "io.hist.v1", "io.event.v1")) {
+            JsonNode properties = SchemaFiles.schema(record).get("properties");
+            for (String timestamp : List.of("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns")) {
+                if (properties.has(timestamp)) {
+                    assertEquals(RecordDecoder.EARLIEST_PLAUSIBLE_NS, properties.get(timestamp).get("minimum").asLong(), record + " " + timestamp);
+                }
+            }
+        }
+        JsonNode event = SchemaFiles.schema("io.event.v1").get("properties");
+        assertEquals(RecordDecoder.MAX_IO_LATENCY_NS, event.get("queue_ns").get("maximum").asLong());
+        JsonNode hist = SchemaFiles.schema("io.hist.v1").get("properties");
+        assertEquals(RecordDecoder.MAX_IO_LATENCY_US, hist.get("max_us").get("maximum").asLong());
+    }
+
+    private static String event(long issueNs, long completeNs, long queueNs) {
+        return SchemaFiles.validExamples("io.event.v1").get(0).toString()
+                .replace("\"issue_ns\":1763700000077960000", "\"issue_ns\":" + issueNs)
+                .replace("\"complete_ns\":1763700000155920000", "\"complete_ns\":" + completeNs)
+                .replace("\"queue_ns\":4000", "\"queue_ns\":" + queueNs);
+    }
+
+    @Test
+    void acceptsADyingDisksMinuteLongIoAndRefusesOneLongerThanADay() throws Exception {
+        long completeNs = 1_763_700_000_000_000_000L;
+        long minuteNs = 60 * 1_000_000_000L;
+        long dayNs = RecordDecoder.MAX_IO_LATENCY_NS;
+        assertEquals(minuteNs, RecordDecoder.event(json(event(completeNs - minuteNs, completeNs, minuteNs)), NOW_NS).deviceNs());
+        assertEquals(dayNs, RecordDecoder.event(json(event(completeNs - dayNs, completeNs, dayNs)), NOW_NS).deviceNs());
+        DecodeException device = assertThrows(DecodeException.class,
+                () -> RecordDecoder.event(json(event(completeNs - dayNs - 1, completeNs, 0)), NOW_NS));
+        assertTrue(device.getMessage().startsWith("issue_ns is 86400 s before complete_ns"), device.getMessage());
+        DecodeException queue = assertThrows(DecodeException.class,
+                () -> RecordDecoder.event(json(event(completeNs - 1, completeNs, dayNs + 1)), NOW_NS));
+        assertTrue(queue.getMessage().startsWith("queue_ns 86400000000001 is beyond the 86400 s"), queue.getMessage());
+    }
+
+    @Test
+    void refusesAnEventIssuedAtTimeZeroRatherThanCallItDecadesAtTheDevice() {
+        DecodeException e = assertThrows(DecodeException.class,
+                () -> RecordDecoder.event(json(event(0, 1_763_700_000_000_000_000L, 0)), NOW_NS));
+        assertEquals("issue_ns 0 is before 2001: not nanoseconds since the epoch", e.getMessage());
+    }
+
+    private static String hist(long startNs, long endNs, String buckets, long count) {
+        return "{\"schema\":\"io.hist.v1\",\"host\":\"web-17\",\"disk\":\"nvme0n1\",\"op\":\"R\",\"latency\":\"device\","
+                + "\"start_ns\":" + startNs + ",\"end_ns\":" + endNs + ",\"buckets_log2_us\":" + buckets
+                + ",\"count\":" + count + ",\"sum_us\":" + count + ",\"max_us\":1}";
+    }
+
+    @Test
+    void refusesBucketsWhoseSumWrapsAroundToTheCount() {
+        long max = Long.MAX_VALUE;
+        String wrapsToOne = hist(1_763_700_000_000_000_000L, 1_763_700_001_000_000_000L, "[" + max + "," + max + ",3]", 1);
+        DecodeException e = assertThrows(DecodeException.class, () -> RecordDecoder.hist(json(wrapsToOne), NOW_NS));
+        assertTrue(e.getMessage().startsWith("buckets_log2_us hold more than 2^63-1 I/Os"), e.getMessage());
+    }
+
+    @Test
+    void countsAtMostOneIoPerNanosecondOfAtLeastASecond() throws Exception {
+        long endNs = 1_763_700_001_000_000_000L;
+        long secondNs = RecordDecoder.MIN_COUNTED_SPAN_NS;
+        long tenSecondsNs = 10 * secondNs;
+        assertEquals(tenSecondsNs, RecordDecoder.hist(json(hist(endNs - tenSecondsNs, endNs, "[" + tenSecondsNs + "]", tenSecondsNs)), NOW_NS).count);
+        DecodeException tooMany = assertThrows(DecodeException.class, () -> RecordDecoder.hist(
+                json(hist(endNs - tenSecondsNs, endNs, "[" + (tenSecondsNs + 1) + "]", tenSecondsNs + 1)), NOW_NS));
+        assertTrue(tooMany.getMessage().startsWith("count 10000000001 is more than one I/O per ns of the 10000000000 ns"),
+                tooMany.getMessage());
+        assertEquals(7, RecordDecoder.hist(json(hist(endNs, endNs, "[7]", 7)), NOW_NS).count,
+                "the agent's last interval at shutdown can span no time on its clock and still hold I/Os");
+        assertThrows(DecodeException.class, () -> RecordDecoder.hist(json(hist(endNs, endNs, "[" + (secondNs + 1) + "]", secondNs + 1)), NOW_NS));
     }
 
     @Test
@@ -105,7 +207,7 @@ class RecordDecoderTest {
     void deadLettersValidateAndCutLongInput() {
         String longRaw = "x".repeat(DeadLetters.MAX_RAW_CHARS + 10);
         OutputRecord dl = DeadLetters.of("stage", "file:3", "reason", longRaw, NOW_NS);
-        assertEquals(java.util.Set.of(), SchemaFiles.violations("io.deadletter.v1", dl.json));
+        assertEquals(Set.of(), SchemaFiles.violations("io.deadletter.v1", dl.json));
         assertTrue(dl.json.contains("\"raw_truncated\":true"));
     }
 }

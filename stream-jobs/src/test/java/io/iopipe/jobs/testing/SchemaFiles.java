@@ -25,9 +25,33 @@ public final class SchemaFiles {
         return ndjson(DIR.resolve("examples/" + record + ".valid.ndjson"));
     }
 
-    /** Each invalid example as {"why": ..., "record": ...}. */
+    /**
+     * Each invalid example as {"why": ..., "field": ..., "record": ...}: the field at
+     * fault, and "schema_can_express": false where JSON Schema cannot refuse it.
+     */
     public static List<JsonNode> invalidExamples(String record) {
         return ndjson(DIR.resolve("examples/" + record + ".invalid.ndjson"));
+    }
+
+    /** The name of every record with a schema, e.g. io.hist.v1. */
+    public static List<String> records() {
+        try (var files = Files.list(DIR.resolve("records"))) {
+            return files.map(f -> f.getFileName().toString())
+                    .filter(name -> name.endsWith(".schema.json"))
+                    .map(name -> name.substring(0, name.length() - ".schema.json".length()))
+                    .sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The record's JSON Schema as a tree. */
+    public static JsonNode schema(String record) {
+        try {
+            return MAPPER.readTree(DIR.resolve("records/" + record + ".schema.json").toFile());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     public static Set<ValidationMessage> violations(String record, String json) {
