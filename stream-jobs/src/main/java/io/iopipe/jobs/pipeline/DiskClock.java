@@ -8,8 +8,11 @@ package io.iopipe.jobs.pipeline;
  * waiting for a kind that has been idle on the wall clock for {@code kindIdleMs}: a disk
  * whose I/O stopped sends no histograms, but its diskstats go on. A kind still far
  * behind but arriving (a topic read behind the others after an outage) is waited for.
- * A kind not heard yet is waited for that long from the disk's first record. Events are
- * samples and never hold the clock back.
+ * A kind not heard yet is waited for that long from the disk's first record, and so is
+ * every kind once the disk is heard again after that long a silence: when a host's
+ * records resume (its agent restarted, a Kafka outage ended) the topics are read at their
+ * own pace again, and the first kind back must not close windows the others still fill.
+ * Events are samples and never hold the clock back.
  */
 public class DiskClock {
     static final long NONE = Long.MIN_VALUE;
@@ -22,14 +25,18 @@ public class DiskClock {
     public long histHeardAtMs = NONE;
     public long firstHeardAtMs = NONE;
     public long lastHeardAtMs = NONE;
+    /** Wall-clock ms the disk was heard again after a silence of a kind's idleness, if ever. */
+    public long resumedAtMs = NONE;
     /** When the processing-time check on this disk is due; NONE if none is set. */
     public long checkAtMs = NONE;
     /** Every window ending at or before this is closed: the clock never goes back. */
     public long closedThroughMs = NONE;
 
-    void saw(DiskRecord r, long tsMs, long nowMs) {
+    void saw(DiskRecord r, long tsMs, long nowMs, long kindIdleMs) {
         if (firstHeardAtMs == NONE) {
             firstHeardAtMs = nowMs;
+        } else if (nowMs - lastHeardAtMs >= kindIdleMs) {
+            resumedAtMs = nowMs;
         }
         lastHeardAtMs = nowMs;
         if (r.hist != null) {
@@ -53,7 +60,7 @@ public class DiskClock {
 
     /** How far a kind holds the clock back: where it has reached while it is waited for, else not at all. */
     private long waitedFor(long reachedMs, long heardAtMs, long kindIdleMs, long nowMs) {
-        long since = reachedMs == NONE ? firstHeardAtMs : heardAtMs;
+        long since = Math.max(reachedMs == NONE ? firstHeardAtMs : heardAtMs, resumedAtMs);
         return nowMs - since < kindIdleMs ? reachedMs : Long.MAX_VALUE;
     }
 }

@@ -62,7 +62,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         long startMs = tsMs - Math.floorMod(tsMs, lengthMs);
         DiskClock c = clock();
         long nowMs = ctx.timerService().currentProcessingTime();
-        c.saw(r, tsMs, nowMs);
+        c.saw(r, tsMs, nowMs, kindIdleMs);
         if (c.checkAtMs == DiskClock.NONE) {
             // Checked every kindIdleMs while it speaks: a kind holding the clock back may have gone idle.
             checkAt(c, nowMs + kindIdleMs, ctx);

@@ -224,4 +224,23 @@ class DiskWindowsTest {
                         + config.kindIdleness.toSeconds() + " s");
     }
 
+    @Test
+    void aDiskHeardAgainAfterASilenceWaitsForEachKindAnew() throws Exception {
+        for (long s = 1; s <= 20; s++) {
+            harness.setProcessingTime(s * SECOND_MS);
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        // The host's records stop for 20 s of wall clock (a Kafka outage), then its backlog is
+        // read one topic ahead of the other: all its histograms, then all its diskstats.
+        harness.setProcessingTime(40 * SECOND_MS);
+        for (long s = 21; s <= 40; s++) {
+            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        for (long s = 21; s <= 40; s++) {
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        assertEquals(0, late(), "the diskstats read after the histograms are not late");
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
+        assertEquals(100, harness.extractOutputValues().get(2).iostat.readsCompleted);
+    }
 }
