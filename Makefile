@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-agent test-jobs test-integration test-e2e demo down detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-e2e demo down detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
@@ -49,7 +49,7 @@ images:
 
 test: deps test-unit images test-integration
 
-test-unit: test-schema test-dashboards test-agent test-jobs
+test-unit: test-schema test-dashboards test-infra test-agent test-jobs
 
 test-schema: $(VENV)/.installed
 	@echo "[iopipe] schema contract tests"
@@ -58,6 +58,10 @@ test-schema: $(VENV)/.installed
 test-dashboards: $(VENV)/.installed
 	@echo "[iopipe] dashboard generation tests"
 	@$(PYTHON) -m pytest -q dashboards/tests
+
+test-infra: $(VENV)/.installed
+	@echo "[iopipe] Kubernetes manifests against the Kubernetes and operator schemas"
+	@$(PYTHON) -m pytest -q infra/tests
 
 dashboards: $(VENV)/.installed
 	@$(PYTHON) dashboards/generate.py
