@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-e2e demo down detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-e2e demo down cluster-up cluster-down upgrade-job detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
@@ -22,6 +22,8 @@ help:
 	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
 	@echo "make down    stop everything the demo started"
+	@echo "make cluster-up   the cluster the fault tests use: Kafka x3, ZooKeeper, Flink HA, ClickHouse; make cluster-down"
+	@echo "make upgrade-job  run the job jar built now in place of the demo's running job, keeping its state"
 	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md, stream-jobs/bench/RESULTS.md, schema/bench/RESULTS.md, schema/bench/RESULTS-ingest.md"
 
 deps: $(VENV)/.installed
@@ -88,6 +90,15 @@ demo: deps agent $(JOB_JAR) images
 
 down:
 	@python3 infra/stack.py down
+
+cluster-up: deps $(JOB_JAR) images
+	@python3 infra/stack.py cluster-up
+
+cluster-down:
+	@python3 infra/stack.py cluster-down
+
+upgrade-job: $(JOB_JAR)
+	@python3 infra/stack.py upgrade-job
 
 detect:
 	@test -n "$(INPUT)" -a -n "$(OUTPUT)" || { echo "usage: make detect INPUT=records.ndjson OUTPUT=out.ndjson [REJECTS=file]"; exit 2; }

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """The iopipe stack on one machine: images, services, the live job, ClickHouse schema.
 
-    stack.py images          build iopipe/kafka, iopipe/flink, iopipe/clickhouse
+    stack.py images          build iopipe/kafka, iopipe/flink, iopipe/clickhouse, iopipe/zookeeper
     stack.py up              start them (docker-compose), migrate ClickHouse, submit the job
     stack.py down            stop and remove everything `up` started
-    stack.py submit-job      (re)submit the live Flink job
+    stack.py cluster-up      the cluster instead: Kafka x3, ZooKeeper, Flink HA x2 + 2 TaskManagers, ClickHouse
+    stack.py cluster-down    stop and remove everything `cluster-up` started
+    stack.py submit-job      submit the live Flink job afresh
+    stack.py upgrade-job     replace the running job by the jar built now, keeping its state
 
 Every service shares the host's network and listens on 127.0.0.1 only; ports come from
 `Ports` so a test stack can run beside the demo's. Used by the Makefile, the demo and the
 integration tests alike: one way to build and start the stack.
 """
+import base64
 import hashlib
 import json
 import os
+import random
 import secrets
 import shutil
 import socket
@@ -23,7 +28,7 @@ import urllib.error
 import urllib.request
 import uuid
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +36,10 @@ INFRA = REPO / "infra"
 CACHE = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe"))
 COMPOSE_FILE = INFRA / "compose.yaml"
 COMPOSE_PROJECT = "iopipe"
+CLUSTER_COMPOSE_FILE = INFRA / "compose.cluster.yaml"
+CLUSTER_PROJECT = "iopipe-cluster"
+CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordination the rest need: started first
+                    "flink-jobmanager-1", "flink-jobmanager-2", "flink-taskmanager-1", "flink-taskmanager-2", "clickhouse")
 JOB_JAR = REPO / "stream-jobs" / "target" / "iopipe-stream-jobs.jar"
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
 FLINK_VERSION = "2.3.0"
@@ -38,7 +47,6 @@ FLINK_WHEELS = {  # pip requirement -> what it brings
     f"apache-flink-libraries=={FLINK_VERSION}": "lib/ (flink-dist and friends)",
     f"apache-flink=={FLINK_VERSION}": "bin/ and conf/",
 }
-IMAGES = ("kafka", "flink", "clickhouse")
 SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
 
 sys.path.insert(0, str(REPO / "schema" / "clickhouse"))
@@ -53,6 +61,15 @@ def run(cmd, **kwargs):
     return subprocess.run(cmd, check=True, **kwargs)
 
 
+def _bindable(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 @dataclass(frozen=True)
 class Ports:
     kafka: int = 9092
@@ -65,14 +82,18 @@ class Ports:
 
     @classmethod
     def free(cls):
-        """Unused ports, for a stack that must not collide with another one."""
-        sockets = [socket.socket() for _ in cls.__dataclass_fields__]
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        ports = cls(*(s.getsockname()[1] for s in sockets))
-        for s in sockets:
-            s.close()
-        return ports
+        """Unused ports, for a stack that must not collide with another one. They are drawn
+        below the kernel's ephemeral range: that is where every process's outgoing
+        connections and port-0 listeners (Flink's blob and RPC servers among them) get
+        theirs, and one could take a port between its choice here and its service's bind."""
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+        draw = random.SystemRandom()
+        ports = []
+        while len(ports) < len(cls.__dataclass_fields__):
+            port = draw.randrange(10_000, ephemeral_low)
+            if port not in ports and _bindable(port):
+                ports.append(port)
+        return cls(*ports)
 
     @property
     def brokers(self):
@@ -87,15 +108,46 @@ class Ports:
         return f"http://127.0.0.1:{self.flink_rest}"
 
     def env(self):
-        return {
-            "KAFKA_PORT": str(self.kafka),
-            "KAFKA_CONTROLLER_PORT": str(self.kafka_controller),
-            "FLINK_REST_PORT": str(self.flink_rest),
-            "FLINK_RPC_PORT": str(self.flink_rpc),
-            "CLICKHOUSE_HTTP_PORT": str(self.clickhouse_http),
-            "CLICKHOUSE_TCP_PORT": str(self.clickhouse_tcp),
-            "CLICKHOUSE_INTERSERVER_PORT": str(self.clickhouse_interserver),
-        }
+        """Each port as the services read it: `kafka_2` is KAFKA_2_PORT."""
+        return {f"{name.upper()}_PORT": str(getattr(self, name)) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class ClusterPorts(Ports):
+    """The cluster's ports: by default clear of the demo stack's, so both can run."""
+    kafka: int = 19092
+    kafka_controller: int = 19093
+    flink_rest: int = 18081
+    flink_rpc: int = 16123
+    clickhouse_http: int = 18123
+    clickhouse_tcp: int = 19000
+    clickhouse_interserver: int = 19009
+    kafka_2: int = 19094
+    kafka_2_controller: int = 19095
+    kafka_3: int = 19096
+    kafka_3_controller: int = 19097
+    zookeeper: int = 12181
+    flink_2_rest: int = 18082
+    flink_2_rpc: int = 16124
+
+    @property
+    def brokers(self):
+        return ",".join(f"127.0.0.1:{port}" for port in (self.kafka, self.kafka_2, self.kafka_3))
+
+    @property
+    def flink_urls(self):
+        """Both JobManagers' REST endpoints: either serves while it runs, whichever leads."""
+        return [f"http://127.0.0.1:{port}" for port in (self.flink_rest, self.flink_2_rest)]
+
+    def with_flink_rest_of(self, jobmanager):
+        """The same ports, with Flink's REST calls going to JobManager 1 or 2."""
+        return replace(self, flink_rest=(self.flink_rest, self.flink_2_rest)[jobmanager - 1],
+                       flink_2_rest=(self.flink_2_rest, self.flink_rest)[jobmanager - 1])
+
+
+def kafka_cluster_id():
+    """A new Kafka cluster's id: 16 random bytes, base64 without padding, as Kafka's Uuid."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 @dataclass(frozen=True)
@@ -133,8 +185,8 @@ class ClickHouseUsers:
 def build_images():
     """Builds every image; Docker's layer cache makes an unchanged rebuild take seconds."""
     run(["bash", str(INFRA / "bootstrap.sh")])
-    for name in IMAGES:
-        context = globals()[f"_{name}_context"]()
+    for name in IMAGE_CONTEXTS:
+        context = IMAGE_CONTEXTS[name]()
         say(f"building image iopipe/{name} (the first build installs packages into it)")
         _docker_build(f"iopipe/{name}:dev", context)
 
@@ -163,15 +215,20 @@ def _copy(sources, context):
         shutil.copy2(source, context / source.name)
 
 
-def _kafka_context():
-    context = _fresh_context("kafka")
+def _maven_libs(name, context):
+    """The jars infra/NAME/pom.xml lists, into the context's libs/."""
     libs = context / "libs"
-    say("fetching Kafka jars from Maven Central (cached in ~/.m2)")
+    say(f"fetching {name} jars from Maven Central (cached in ~/.m2)")
     shutil.rmtree(libs, ignore_errors=True)
-    fetched = subprocess.run(["mvn", "-q", "-B", "-f", str(INFRA / "kafka" / "pom.xml"), "dependency:copy-dependencies",
+    fetched = subprocess.run(["mvn", "-q", "-B", "-f", str(INFRA / name / "pom.xml"), "dependency:copy-dependencies",
                               f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], capture_output=True, text=True)
     if fetched.returncode != 0:
-        sys.exit(f"fetching the Kafka jars failed (is Maven Central reachable?):\n{fetched.stdout}{fetched.stderr}")
+        sys.exit(f"fetching the {name} jars failed (is Maven Central reachable?):\n{fetched.stdout}{fetched.stderr}")
+
+
+def _kafka_context():
+    context = _fresh_context("kafka")
+    _maven_libs("kafka", context)
     _copy([INFRA / "kafka" / f for f in ("Dockerfile", "start-kafka.sh", "log4j2.properties")], context)
     topics = json.loads((REPO / "schema" / "topics.json").read_text())["topics"]
     (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in topics))
@@ -228,6 +285,17 @@ def _clickhouse_context():
     return context
 
 
+def _zookeeper_context():
+    context = _fresh_context("zookeeper")
+    _maven_libs("zookeeper", context)
+    _copy([INFRA / "zookeeper" / f for f in ("Dockerfile", "start-zookeeper.sh", "logback.xml")], context)
+    return context
+
+
+IMAGE_CONTEXTS = {"kafka": _kafka_context, "flink": _flink_context, "clickhouse": _clickhouse_context,
+                  "zookeeper": _zookeeper_context}
+
+
 # ---------------------------------------------------------------- readiness
 
 def wait_for(what, check, timeout_s=180, every_s=1.0):
@@ -266,9 +334,15 @@ def http_json(url, data=None, method=None, timeout=30):
         return json.loads(response.read() or b"null")
 
 
-def flink_has_slots(ports):
+def flink_has_slots(ports, taskmanagers=1):
     overview = http_json(f"{ports.flink_url}/overview")
-    return overview["taskmanagers"] >= 1 and overview["slots-available"] >= 2
+    return overview["taskmanagers"] >= taskmanagers and overview["slots-available"] >= 2
+
+
+def zookeeper_answers(ports):
+    with socket.create_connection(("127.0.0.1", ports.zookeeper), timeout=5) as s:
+        s.sendall(b"ruok")
+        return s.recv(4) == b"imok"
 
 
 def clickhouse_answers(ports):
@@ -297,19 +371,27 @@ def start_container(image, ports, users=None, prefix="iopipe-bench"):
 
 
 def wait_until_ready(ports, containers):
-    """`containers`: service name -> container name, for kafka, clickhouse and (if started) the Flink pair."""
+    """`containers`: service name -> container name. Waits for each kind of service that
+    was started: ZooKeeper, every Kafka node's topics, ClickHouse, Flink's TaskManagers."""
     def alive_and(check):
         return lambda: all(container_alive(c) for c in containers.values()) and check()
-    wait_for("Kafka topics", alive_and(lambda: container_log_contains(containers["kafka"], "iopipe: topics ready")))
-    wait_for("ClickHouse", alive_and(lambda: clickhouse_answers(ports)))
-    if "flink-taskmanager" in containers:
-        wait_for("Flink task slots", alive_and(lambda: flink_has_slots(ports)))
+    if "zookeeper" in containers:
+        wait_for("ZooKeeper", alive_and(lambda: zookeeper_answers(ports)))
+    for service, container in containers.items():
+        if service.startswith("kafka"):
+            wait_for(f"{service} topics", alive_and(lambda c=container: container_log_contains(c, "iopipe: topics ready")))
+    if "clickhouse" in containers:
+        wait_for("ClickHouse", alive_and(lambda: clickhouse_answers(ports)))
+    taskmanagers = sum(service.startswith("flink-taskmanager") for service in containers)
+    if taskmanagers:
+        wait_for("Flink task slots", alive_and(lambda: flink_has_slots(ports, taskmanagers)))
 
 
 # ---------------------------------------------------------------- job and schema
 
-def submit_live_job(ports, jar=JOB_JAR):
-    """Uploads the job jar through Flink's REST API and runs the live job; returns its id."""
+def submit_live_job(ports, jar=JOB_JAR, restore_from=None):
+    """Uploads the job jar through Flink's REST API and runs the live job, from the
+    checkpoint or savepoint at `restore_from` if given; returns its id."""
     if not jar.exists():
         sys.exit(f"{jar} is missing: run `make jobs` first")
     boundary = uuid.uuid4().hex
@@ -320,6 +402,9 @@ def submit_live_job(ports, jar=JOB_JAR):
     with urllib.request.urlopen(request, timeout=120) as response:
         jar_id = json.loads(response.read())["filename"].rsplit("/", 1)[-1]
     run_request = {"entryClass": LIVE_JOB_CLASS, "programArgsList": ["--brokers", ports.brokers]}
+    if restore_from:
+        # Every operator's state must find its operator again: none may be left unclaimed.
+        run_request.update(savepointPath=restore_from, allowNonRestoredState=False)
     job_id = http_json(f"{ports.flink_url}/jars/{jar_id}/run", run_request, method="POST", timeout=120)["jobid"]
     wait_for("live job running", lambda: _job_running(ports, job_id))
     return job_id
@@ -332,15 +417,59 @@ def _job_running(ports, job_id):
     return job["state"] == "RUNNING" and all(v["status"] == "RUNNING" for v in job["vertices"])
 
 
+def running_job(ports):
+    """The id of the one running job, or None."""
+    jobs = http_json(f"{ports.flink_url}/jobs")["jobs"]
+    running = [j["id"] for j in jobs if j["status"] == "RUNNING"]
+    return running[0] if running else None
+
+
+def completed_checkpoints(ports, job_id):
+    """How many checkpoints of the job have completed, and the path of the newest one."""
+    counts = http_json(f"{ports.flink_url}/jobs/{job_id}/checkpoints")
+    latest = (counts.get("latest") or {}).get("completed") or {}
+    return counts["counts"]["completed"], latest.get("external_path")
+
+
+def checkpoint_after(ports, job_id, timeout_s=120):
+    """Waits for a checkpoint that starts after this call, so it holds everything the job
+    had read by then; returns its path."""
+    before, _ = completed_checkpoints(ports, job_id)
+    # The checkpoint under way now may have begun before the call: wait for the one after it.
+    return wait_for("a checkpoint of the live job", timeout_s=timeout_s, check=lambda: (
+        lambda done, path: path if done >= before + 2 else None)(*completed_checkpoints(ports, job_id)))
+
+
+def cancel_job(ports, job_id):
+    """Cancels the job; its retained checkpoints stay where they are."""
+    http_json(f"{ports.flink_url}/jobs/{job_id}?mode=cancel", method="PATCH")
+    wait_for("live job cancelled", lambda: http_json(f"{ports.flink_url}/jobs/{job_id}")["state"] == "CANCELED")
+
+
+def stop_with_savepoint(ports, job_id, timeout_s=120):
+    """Stops the job after a savepoint (its state, in the format a later build restores); returns its path."""
+    trigger = http_json(f"{ports.flink_url}/jobs/{job_id}/stop", {"drain": False}, method="POST")["request-id"]
+
+    def savepoint_done():
+        status = http_json(f"{ports.flink_url}/jobs/{job_id}/savepoints/{trigger}")
+        if status["status"]["id"] != "COMPLETED":
+            return None
+        operation = status["operation"]
+        if "failure-cause" in operation:
+            raise SystemExit(f"the savepoint failed: {operation['failure-cause'].get('stack-trace', '')[:2000]}")
+        return operation["location"]
+    return wait_for("a savepoint of the live job", savepoint_done, timeout_s=timeout_s)
+
+
 def migrate_clickhouse(ports, users):
     Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
 
 
 # ---------------------------------------------------------------- compose
 
-def compose(*args, ports=Ports(), users=None):
-    env = {**os.environ, **ports.env(), **(users or ClickHouseUsers.of_demo_stack()).env()}
-    run(["docker-compose", "-p", COMPOSE_PROJECT, "-f", str(COMPOSE_FILE), *args], env=env)
+def compose(*args, ports=Ports(), users=None, file=COMPOSE_FILE, project=COMPOSE_PROJECT, env=None):
+    env = {**os.environ, **ports.env(), **(users or ClickHouseUsers.of_demo_stack()).env(), **(env or {})}
+    run(["docker-compose", "-p", project, "-f", str(file), *args], env=env)
 
 
 def up(ports=Ports(), users=None):
@@ -349,6 +478,10 @@ def up(ports=Ports(), users=None):
     say("starting Kafka, Flink and ClickHouse (docker-compose)")
     compose("up", "-d", "--remove-orphans", ports=ports, users=users)
     wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES})
+    return _migrate_and_submit(ports, users)
+
+
+def _migrate_and_submit(ports, users):
     migrate_clickhouse(ports, users)
     say("submitting the live job to Flink")
     job_id = submit_live_job(ports)
@@ -361,12 +494,94 @@ def down():
     compose("down", "--volumes", "--remove-orphans")
 
 
+def cluster_container(project, service):
+    return f"{project}_{service}_1"  # docker-compose 1.x names containers project_service_index
+
+
+def cluster_compose(*args, cluster):
+    compose(*args, ports=cluster.ports, users=cluster.users, file=CLUSTER_COMPOSE_FILE, project=cluster.project,
+            env={"KAFKA_CLUSTER_ID": cluster.kafka_id})
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One cluster's name (its compose project), ports, ClickHouse users and Kafka cluster id."""
+    project: str
+    ports: ClusterPorts
+    users: ClickHouseUsers
+    kafka_id: str
+
+    @classmethod
+    def fresh(cls, project):
+        return cls(project, ClusterPorts.free(), ClickHouseUsers.generate(), kafka_cluster_id())
+
+    @classmethod
+    def of_make(cls):
+        """`make cluster-up`'s: the demo's passwords; the Kafka id it was formatted with, kept."""
+        path = CACHE / "cluster.json"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"kafka_id": kafka_cluster_id()}))
+        return cls(CLUSTER_PROJECT, ClusterPorts(), ClickHouseUsers.of_demo_stack(), json.loads(path.read_text())["kafka_id"])
+
+    def container(self, service):
+        return cluster_container(self.project, service)
+
+
+def cluster_up(cluster=None, submit=True):
+    """Starts the cluster; with `submit`, migrates ClickHouse and runs the live job. Returns it."""
+    cluster = cluster or Cluster.of_make()
+    say(f"starting the cluster {cluster.project}: ZooKeeper, Kafka x3, Flink 2 JobManagers + 2 TaskManagers, ClickHouse")
+    # What the others need first, alone: nine JVMs starting at once on a small machine take
+    # longer than these four and then the rest.
+    for services in (CLUSTER_SERVICES[:4], CLUSTER_SERVICES[4:]):
+        cluster_compose("up", "-d", *services, cluster=cluster)
+        wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services})
+    if submit:
+        _migrate_and_submit(cluster.ports, cluster.users)
+    return cluster
+
+
+def cluster_down(cluster=None):
+    cluster = cluster or Cluster.of_make()
+    cluster_compose("down", "--volumes", "--remove-orphans", cluster=cluster)
+    if cluster.project == CLUSTER_PROJECT:
+        (CACHE / "cluster.json").unlink(missing_ok=True)  # the next cluster is formatted anew
+
+
+def upgrade_job(ports=Ports()):
+    """Runs the job jar as built now in place of the running job, carrying its state over:
+    stop with a savepoint, then start from it. With no job running, starts from the newest
+    checkpoint a cancelled or failed job left."""
+    job_id = running_job(ports)
+    if job_id:
+        say(f"stopping job {job_id} with a savepoint")
+        restore_from = stop_with_savepoint(ports, job_id)
+    else:
+        restore_from = newest_retained_checkpoint(ports)
+    say(f"starting the live job from {restore_from}")
+    print(submit_live_job(ports, restore_from=restore_from))
+
+
+def newest_retained_checkpoint(ports):
+    ended = [j for j in http_json(f"{ports.flink_url}/jobs/overview")["jobs"] if j["state"] in ("CANCELED", "FAILED")]
+    for job in sorted(ended, key=lambda j: j["end-time"], reverse=True):
+        _, path = completed_checkpoints(ports, job["jid"])
+        if path:
+            return path
+    sys.exit("no running job to take a savepoint of, and no ended job left a checkpoint: "
+             "start the job afresh with `stack.py submit-job`")
+
+
 def main(argv):
     commands = {
         "images": build_images,
         "up": up,
         "down": down,
         "submit-job": lambda: print(submit_live_job(Ports())),
+        "upgrade-job": upgrade_job,
+        "cluster-up": cluster_up,
+        "cluster-down": cluster_down,
     }
     if len(argv) != 1 or argv[0] not in commands:
         sys.exit(f"usage: stack.py {'|'.join(commands)}")

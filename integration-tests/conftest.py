@@ -5,7 +5,9 @@ started through testcontainers on free ports with host networking, so a test sta
 never collides with a running demo.
 """
 import os
+import shutil
 import sys
+import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,12 +50,17 @@ def agent_bin():
     return path
 
 
+FLINK_STATE = "/var/lib/iopipe/flink"  # where start-flink.sh keeps checkpoints and savepoints
+
+
 @contextmanager
 def services(names):
-    """The named services on free ports, ready, with fresh ClickHouse users; stopped after."""
+    """The named services on free ports, ready, with fresh ClickHouse users; stopped after.
+    The Flink processes share a directory for checkpoints, as the stack's volume."""
     ports = stack.Ports.free()
     users = stack.ClickHouseUsers.generate()
     suffix = uuid.uuid4().hex[:8]
+    flink_state = tempfile.mkdtemp(prefix="iopipe-test-flink-state-")
     started = {}
     try:
         for service in names:
@@ -63,6 +70,8 @@ def services(names):
                 container.with_env(key, value)
             if command:
                 container.with_command(command)
+            if service.startswith("flink-"):
+                container.with_volume_mapping(flink_state, FLINK_STATE, "rw")
             container.start()
             started[service] = container
         stack.wait_until_ready(ports, {s: c.get_wrapped_container().name for s, c in started.items()})
@@ -70,6 +79,7 @@ def services(names):
     finally:
         for container in started.values():
             container.stop()
+        shutil.rmtree(flink_state, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

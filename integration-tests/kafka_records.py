@@ -1,9 +1,26 @@
-"""Reading back what reached Kafka, as a test checks it."""
+"""Records to and from Kafka, as a test sends and checks them."""
 import json
 import time
 import uuid
+from pathlib import Path
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
+
+TOPICS = {t["record"]: t["name"]
+          for t in json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())["topics"]}
+
+
+def produce(brokers, records, wait=True):
+    """Each record to its topic, keyed host/disk as the agents and the job key them. Without
+    `wait`, returns the producer with what it has not delivered yet (it retries for 5 min)."""
+    producer = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "linger.ms": 20,
+                         "message.timeout.ms": 300_000})
+    for record in records:
+        producer.produce(TOPICS[record["schema"]], key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
+        producer.poll(0)
+    if wait:
+        assert producer.flush(60) == 0, "every record delivered to Kafka"
+    return producer
 
 
 def consume_host(brokers, topic, host, idle_s=5):

@@ -208,19 +208,23 @@ def healthy_hdd(rng, host, disk, seconds, size=16384):
     return records_of(host, disk, True, closed_loop(SerialDisk(service), 1, seconds, random_reads(rng, size)), seconds)
 
 
-def s1(rng):
-    """A dusty disk answering in 100 ms-2 s to one dd stream (two in flight with readahead),
-    beside a healthy NVMe and a device-mapper volume on it."""
-    seconds = 60
+def dusty_disk(rng, host, disk, seconds):
+    """A dusty disk answering in 100 ms-2 s to one dd stream (two in flight with readahead)."""
     def dusty(io):
         if rng.random() < 0.005:
             return rng.uniform(2000, 3500)
         return rng.lognormvariate(math.log(150), 0.55)
+    return records_of(host, disk, True, closed_loop(SerialDisk(dusty), 2, seconds, sequential_reads(131072)), seconds)
+
+
+def s1(rng):
+    """The dusty disk beside a healthy NVMe and a device-mapper volume on it."""
+    seconds = 60
     flash = lambda io: min(8.0, max(0.008, rng.lognormvariate(math.log(4.0), 0.6)))
-    sdb = closed_loop(SerialDisk(dusty), 2, seconds, sequential_reads(131072))
+    sdb = dusty_disk(rng, "s1", "sdb", seconds)
     nvme = poisson(SerialDisk(flash), 20, seconds, random_reads(rng, 4096), rng)
     dm = poisson(SerialDisk(flash), 15, seconds, random_reads(rng, 4096), rng)
-    return (records_of("s1", "sdb", True, sdb, seconds) + records_of("s1", "nvme0n1", False, nvme, seconds)
+    return (sdb + records_of("s1", "nvme0n1", False, nvme, seconds)
             + records_of("s1", "dm-0", False, dm, seconds))
 
 

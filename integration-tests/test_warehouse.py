@@ -13,6 +13,7 @@ from confluent_kafka import Producer
 
 import scenarios
 import stack
+from kafka_records import produce
 
 sys.path[:0] = [str(stack.REPO / "schema" / "queries"), str(stack.REPO / "schema" / "tests")]
 import cookbook  # noqa: E402
@@ -21,16 +22,6 @@ import warehouse_fixture  # noqa: E402
 
 NS = 1_000_000_000
 ROLLUPS = ("latency_1m", "latency_1h", "latency_1d")
-
-
-def produce(brokers, records):
-    """Each record to its topic, keyed host/disk as the agents and the job key them."""
-    producer = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "linger.ms": 20})
-    for record in records:
-        topic = warehouse_fixture.TOPICS[record["schema"]]
-        producer.produce(topic, key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
-        producer.poll(0)
-    assert producer.flush(60) == 0, "every record delivered to Kafka"
 
 
 def count(client, table, where):

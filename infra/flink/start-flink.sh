@@ -2,8 +2,34 @@
 # Starts a Flink process in the foreground: `jobmanager` or `taskmanager`.
 # The containers share the host's network, so every address is 127.0.0.1 and the
 # ports come from the environment (tests run a stack beside the demo's).
+#
+# Job state lives in RocksDB on each TaskManager's disk and is checkpointed,
+# incrementally, to FLINK_STATE_DIR: a directory every JobManager and TaskManager of the
+# cluster mounts at the same path (a shared volume here; object storage, s3://..., in
+# production). Checkpoints are kept when the job is cancelled, so it can be restored
+# from the latest one (`stack.py submit-job --from-latest-checkpoint`).
+#
+# With FLINK_HA_ZOOKEEPER (a ZooKeeper quorum, host:port,...) the JobManagers elect a
+# leader through ZooKeeper and keep the running jobs' metadata under the state directory:
+# a standby JobManager takes over the jobs of one that dies, from their latest checkpoint,
+# and TaskManagers find whichever leads.
 set -euo pipefail
 ROLE=${1:?usage: start-flink.sh jobmanager|taskmanager}
+STATE_DIR=${FLINK_STATE_DIR:-file:///var/lib/iopipe/flink}
+
+high_availability() {
+  [ -n "${FLINK_HA_ZOOKEEPER:-}" ] || return 0
+  cat <<HA
+high-availability:
+  type: zookeeper
+  storageDir: ${STATE_DIR}/ha
+  cluster-id: ${FLINK_CLUSTER_ID:-iopipe}
+  zookeeper:
+    quorum: ${FLINK_HA_ZOOKEEPER}
+    path:
+      root: /flink
+HA
+}
 cat > /opt/flink/conf/config.yaml <<CONF
 jobmanager:
   rpc:
@@ -17,6 +43,10 @@ taskmanager:
   bind-host: 127.0.0.1
   host: 127.0.0.1
   numberOfTaskSlots: ${FLINK_TASK_SLOTS:-4}
+  # A job's tasks spread over every TaskManager rather than filling one first: losing
+  # one then costs a share of the work to redo, and none of them sits idle.
+  load-balance:
+    mode: TASKS
   memory:
     process:
       size: 2048m
@@ -26,12 +56,33 @@ rest:
   port: ${FLINK_REST_PORT:-8081}
 parallelism:
   default: ${FLINK_PARALLELISM:-2}
+state:
+  backend:
+    type: rocksdb
+execution:
+  checkpointing:
+    dir: ${STATE_DIR}/checkpoints
+    savepoint-dir: ${STATE_DIR}/savepoints
+    incremental: true
+    externalized-checkpoint-retention: RETAIN_ON_CANCELLATION
+    num-retained: 3
+# A failing task is restarted with growing pauses (1 s doubling to 1 min), for ever: a
+# broker or ClickHouse away for an hour must not end the job. The pause is reset after
+# an hour of running without failure.
+restart-strategy:
+  type: exponential-delay
+  exponential-delay:
+    initial-backoff: 1 s
+    max-backoff: 1 min
+    backoff-multiplier: 2.0
+    reset-backoff-threshold: 1 h
 blob:
   server:
     port: "0"
 web:
   submit:
     enable: true
+$(high_availability)
 env:
   java:
     opts:

@@ -49,12 +49,19 @@ public final class KafkaIo {
                 .build();
     }
 
-    /** One sink for everything the graph emits: each record goes to its schema's topic, keyed host/disk. */
+    /**
+     * One sink for everything the graph emits: each record goes to its schema's topic, keyed
+     * host/disk. A write counts once every in-sync copy has it (acks=all; the topics need
+     * min.insync.replicas of them), and the producer's retries never write it twice
+     * (idempotence); a checkpoint completes only when everything before it is acknowledged.
+     */
     public static KafkaSink<OutputRecord> sink(String brokers) {
         return KafkaSink.<OutputRecord>builder()
                 .setBootstrapServers(brokers)
                 .setRecordSerializer(new RouteBySchema())
                 .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+                .setProperty("acks", "all")
+                .setProperty("enable.idempotence", "true")
                 .setProperty("compression.type", "lz4")
                 .build();
     }

@@ -1,0 +1,82 @@
+"""The live job's state outlives a run of the job: kept in RocksDB, checkpointed
+incrementally to the directory the Flink processes share and retained when the job is
+cancelled, it restores into a new run, so a disk already failing keeps its one ticket
+and its anomaly's episode instead of being judged anew from its next records."""
+import random
+import uuid
+
+import pytest
+
+import scenarios
+import stack
+from conftest import services
+from kafka_records import TOPICS, consume_host, produce
+
+SECONDS = 150
+# The dusty disk has its ticket well before this; the rest of its records reach the job
+# only after it was cancelled and restored.
+RESTORE_AFTER_S = 70
+WINDOW_S = 10
+
+
+@pytest.fixture(scope="module")
+def kafka_and_flink():
+    with services(("kafka", "flink-jobmanager", "flink-taskmanager")) as (ports, _):
+        yield ports
+
+
+def ticket_actions(brokers, host):
+    """(action, ticket id, record id) of every health record of `host` that touches a ticket."""
+    return [(r["ticket"]["action"], r["ticket"]["ticket_id"], r["id"])
+            for r in consume_host(brokers, TOPICS["io.health.v1"], host) if "ticket" in r]
+
+
+def test_checkpoints_go_to_rocksdb_and_the_shared_directory_and_outlive_a_cancel(kafka_and_flink):
+    ports = kafka_and_flink
+    job = stack.submit_live_job(ports)
+    try:
+        config = stack.http_json(f"{ports.flink_url}/jobs/{job}/checkpoints/config")
+        assert config["state_backend"] == "EmbeddedRocksDBStateBackend", config
+        assert config["checkpoint_storage"] == "FileSystemCheckpointStorage", config
+        assert config["externalization"] == {"enabled": True, "delete_on_cancellation": False}, config
+        path = stack.checkpoint_after(ports, job)
+        assert path.startswith("file:/var/lib/iopipe/flink/checkpoints/"), path
+    finally:
+        stack.cancel_job(ports, job)
+
+
+def test_a_cancelled_job_restored_from_its_checkpoint_keeps_a_failing_disks_one_ticket(kafka_and_flink):
+    ports = kafka_and_flink
+    host = f"restore-{uuid.uuid4().hex[:8]}"
+    records = sorted(scenarios.dusty_disk(random.Random(3), host, "sdb", SECONDS), key=scenarios.time_of)
+    restore_at_ns = scenarios.START_NS + RESTORE_AFTER_S * scenarios.SECOND_NS
+    first_run = [r for r in records if scenarios.time_of(r) < restore_at_ns]
+    second_run = [r for r in records if scenarios.time_of(r) >= restore_at_ns]
+
+    job = stack.submit_live_job(ports)
+    produce(ports.brokers, first_run)
+    opened = stack.wait_for("the failing disk's ticket", timeout_s=120,
+                            check=lambda: ticket_actions(ports.brokers, host))
+    assert [action for action, _, _ in opened] == ["open"], opened
+    checkpoint = stack.checkpoint_after(ports, job)
+    stack.cancel_job(ports, job)
+
+    restored = stack.submit_live_job(ports, restore_from=checkpoint)
+    try:
+        counts = stack.http_json(f"{ports.flink_url}/jobs/{restored}/checkpoints")
+        assert counts["counts"]["restored"] == 1 and counts["latest"]["restored"]["external_path"] == checkpoint, counts
+        produce(ports.brokers, second_run)
+        last_window_end = scenarios.START_NS + (SECONDS - WINDOW_S) * scenarios.SECOND_NS
+        stack.wait_for("the second run's windows", timeout_s=120, check=lambda: any(
+            w["window_s"] == WINDOW_S and w["window_end_ns"] >= last_window_end
+            for w in consume_host(ports.brokers, TOPICS["io.window.v1"], host)))
+    finally:
+        stack.cancel_job(ports, restored)
+
+    # A job that lost the disk's state would have judged the second run's failing windows
+    # anew: a second anomaly episode and a second ticket opened.
+    actions = ticket_actions(ports.brokers, host)
+    opens = {record_id for action, _, record_id in actions if action == "open"}
+    assert len(opens) == 1 and {ticket for _, ticket, _ in actions} == {opened[0][1]}, actions
+    anomalies = {r["id"] for r in consume_host(ports.brokers, TOPICS["io.anomaly.v1"], host)}
+    assert len(anomalies) == 1, anomalies

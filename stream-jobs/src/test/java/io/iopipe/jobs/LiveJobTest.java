@@ -1,0 +1,54 @@
+package io.iopipe.jobs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.flink.api.dag.Transformation;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
+import org.junit.jupiter.api.Test;
+
+class LiveJobTest {
+    /**
+     * State is restored by operator uid: an operator without one gets an id from its place
+     * in the graph, and a checkpoint of this build would not restore into one that adds an
+     * operator before it.
+     */
+    @Test
+    void everyOperatorOfTheLiveJobHasItsOwnUid() {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        LiveJob.build(env, "127.0.0.1:1", "uid-test");
+        List<String> missing = new ArrayList<>();
+        List<String> uids = new ArrayList<>();
+        for (Transformation<?> t : reachable(env.getTransformations())) {
+            if (t instanceof PhysicalTransformation<?>) {
+                if (t.getUid() == null) {
+                    missing.add(t.getName());
+                } else {
+                    uids.add(t.getUid());
+                }
+            }
+        }
+        assertEquals(List.of(), missing, "operators without a uid");
+        assertEquals(uids.size(), new HashSet<>(uids).size(), "uids are unique: " + uids);
+        assertTrue(uids.containsAll(List.of("agent-topics", "output-topics")), uids.toString());
+    }
+
+    private static Set<Transformation<?>> reachable(List<Transformation<?>> sinks) {
+        Set<Transformation<?>> seen = new HashSet<>();
+        Deque<Transformation<?>> todo = new ArrayDeque<>(sinks);
+        while (!todo.isEmpty()) {
+            Transformation<?> t = todo.pop();
+            if (seen.add(t)) {
+                todo.addAll(t.getInputs());
+            }
+        }
+        return seen;
+    }
+}
