@@ -401,13 +401,21 @@ def submit_live_job(ports, jar=JOB_JAR, restore_from=None):
     request.add_header("Content-Type", f"multipart/form-data; boundary={boundary}")
     with urllib.request.urlopen(request, timeout=120) as response:
         jar_id = json.loads(response.read())["filename"].rsplit("/", 1)[-1]
-    run_request = {"entryClass": LIVE_JOB_CLASS, "programArgsList": ["--brokers", ports.brokers]}
+    # A job run through the REST API gets parallelism 1 unless the request names one, whatever
+    # the cluster's parallelism.default: name the cluster's.
+    run_request = {"entryClass": LIVE_JOB_CLASS, "programArgsList": ["--brokers", ports.brokers],
+                   "parallelism": int(flink_config(ports)["parallelism.default"])}
     if restore_from:
         # Every operator's state must find its operator again: none may be left unclaimed.
         run_request.update(savepointPath=restore_from, allowNonRestoredState=False)
     job_id = http_json(f"{ports.flink_url}/jars/{jar_id}/run", run_request, method="POST", timeout=120)["jobid"]
     wait_for("live job running", lambda: _job_running(ports, job_id))
     return job_id
+
+
+def flink_config(ports):
+    """The JobManager's configuration, key -> value."""
+    return {kv["key"]: kv["value"] for kv in http_json(f"{ports.flink_url}/jobmanager/config")}
 
 
 def _job_running(ports, job_id):

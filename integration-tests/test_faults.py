@@ -135,6 +135,18 @@ def job_running_on(ports):
     return job_id and stack._job_running(ports, job_id) and job_id
 
 
+def taskmanager_running(cluster, job_id):
+    """The container of a TaskManager that runs tasks of the job (the job may use one only)."""
+    url = cluster.ports.flink_url
+    vertex = stack.http_json(f"{url}/jobs/{job_id}")["vertices"][0]["id"]
+    ids = {tm["taskmanager-id"] for tm in stack.http_json(f"{url}/jobs/{job_id}/vertices/{vertex}/taskmanagers")["taskmanagers"]}
+    for taskmanager in ("flink-taskmanager-1", "flink-taskmanager-2"):
+        container = cluster.container(taskmanager)
+        if any(f"Starting TaskManager with ResourceID: {tm_id}" in logs_since_start(container) for tm_id in ids):
+            return container
+    raise AssertionError(f"no TaskManager container says it is {ids}")
+
+
 def failures(ports, job_id):
     """How many failures of the job its JobManager has recorded."""
     return len(stack.http_json(f"{ports.flink_url}/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"])
@@ -145,8 +157,8 @@ def test_a_taskmanager_killed_mid_window_loses_nothing(cluster):
     disk.send_until(70)
     disk.wait_for_ticket()
     disk.send_until(95)  # the disk's open windows now hold records not yet checkpointed
-    taskmanager = cluster.container("flink-taskmanager-1")
     job_id = stack.running_job(cluster.ports)
+    taskmanager = taskmanager_running(cluster, job_id)
     restarted_before, failed_before = restarts(taskmanager), failures(cluster.ports, job_id)
     crash(taskmanager)
     stack.wait_for("the TaskManager restarted", lambda: restarts(taskmanager) > restarted_before)

@@ -43,10 +43,6 @@ taskmanager:
   bind-host: 127.0.0.1
   host: 127.0.0.1
   numberOfTaskSlots: ${FLINK_TASK_SLOTS:-4}
-  # A job's tasks spread over every TaskManager rather than filling one first: losing
-  # one then costs a share of the work to redo, and none of them sits idle.
-  load-balance:
-    mode: TASKS
   memory:
     process:
       size: 2048m
