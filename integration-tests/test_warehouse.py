@@ -18,9 +18,11 @@ from kafka_records import produce
 sys.path[:0] = [str(stack.REPO / "schema" / "queries"), str(stack.REPO / "schema" / "tests")]
 import cookbook  # noqa: E402
 import migrate  # noqa: E402
+import retention  # noqa: E402
 import warehouse_fixture  # noqa: E402
 
 NS = 1_000_000_000
+DAY_S = 86400
 ROLLUPS = ("latency_1m", "latency_1h", "latency_1d")
 
 
@@ -95,6 +97,44 @@ def test_tables_a_later_migration_adds_read_the_history_kafka_still_holds(wareho
         admin, f"{db}.histograms", f"host IN ({hosts})") == len(histograms), timeout_s=120)
     migrator.up()
     wait_until_stored(admin, db, fleet.records, "the history in every table after the upgrade")
+
+
+def test_retention_drops_only_the_partitions_past_it_on_the_18_16_server(warehouse, monkeypatch, capsys):
+    """18.16 has no TTL: `migrate.py retention` drops the day partitions of the raw tables
+    older than retention.json keeps them, by the server's clock; a dry run first drops
+    nothing. Each table gets a row two days past its retention (dropped), one just inside it
+    and one of today (kept)."""
+    ports, users = warehouse
+    admin = users.client(ports, "admin")
+    db = f"retention_{uuid.uuid4().hex[:8]}"
+    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
+    migrator.up()
+    now_s = retention.server_now_s(admin)
+    host = f"ret-{uuid.uuid4().hex[:6]}"
+    policy = retention.load_policy()
+    time_ns_field = {"events": "issue_ns", "histograms": "start_ns", "diskstats": "ts_ns"}
+    for rule in policy:
+        ages_s = [(rule.days + 2) * DAY_S, (rule.days - 1) * DAY_S, 0]
+        times = ", ".join(str(now_s - age) for age in ages_s)
+        admin.query(f"INSERT INTO {db}.{rule.table} (host, disk, {time_ns_field[rule.table]}, {rule.time_column}) "
+                    f"SELECT '{host}', 'sda', s * {NS}, toDateTime(s) FROM (SELECT arrayJoin([{times}]) AS s)")
+
+    def rows_of_host():
+        return {rule.table: count(admin, f"{db}.{rule.table}", f"host = '{host}'") for rule in policy}
+    monkeypatch.setenv("IOPIPE_TEST_ADMIN_PASSWORD", users.admin)
+    cli = ["retention", "--url", ports.clickhouse_url, "--db", db, "--password-env", "IOPIPE_TEST_ADMIN_PASSWORD"]
+
+    migrate.main(cli + ["--dry-run"])
+    assert rows_of_host() == {rule.table: 3 for rule in policy}
+    migrate.main(cli)
+    assert rows_of_host() == {rule.table: 2 for rule in policy}
+    oldest_kept = {rule.table: int(admin.rows(f"SELECT min(toUInt32({rule.time_column})) FROM {db}.{rule.table} "
+                                              f"WHERE host = '{host}'")[0][0]) for rule in policy}
+    assert oldest_kept == {rule.table: now_s - (rule.days - 1) * DAY_S for rule in policy}
+    printed = capsys.readouterr().out
+    assert f"dry run, would drop {len(policy)} partitions: {len(policy)} rows" in printed, printed
+    assert f"dropped {len(policy)} partitions: {len(policy)} rows" in printed, printed
+    migrator.down()
 
 
 def test_users_can_do_only_their_part(migrated):

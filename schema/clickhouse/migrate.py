@@ -16,6 +16,10 @@ encodings) that nothing else depends on.
     migrate.py up   [--to VERSION] [--url http://127.0.0.1:8123] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092]
     migrate.py down [--to VERSION]
     migrate.py status
+    migrate.py retention [--dry-run] [--now 2024-03-15T12:00:00Z]
+
+`retention` drops the partitions of the raw tables wholly older than their retention
+(retention.json): what TTL does on a modern server, for 18.16 which has none (retention.py).
 """
 import argparse
 import functools
@@ -27,6 +31,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+import retention
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$")
@@ -209,7 +215,9 @@ class Migrator:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("command", choices=["up", "down", "status", "retention"],
+                        help="up, down, status: the migrations; retention: drop the partitions "
+                        "wholly older than retention.json keeps them")
     parser.add_argument("--url", default="http://127.0.0.1:8123")
     parser.add_argument("--user", default=os.environ.get("IOPIPE_CLICKHOUSE_ADMIN_USER", "iopipe_admin"))
     parser.add_argument("--password-env", default="IOPIPE_CLICKHOUSE_ADMIN_PASSWORD",
@@ -218,8 +226,14 @@ def main(argv=None):
     parser.add_argument("--kafka-brokers", default="127.0.0.1:9092")
     parser.add_argument("--to", type=int, help="with up: apply migrations up to this version; "
                         "with down: keep migrations up to this version (default: all of them / none)")
+    parser.add_argument("--dry-run", action="store_true", help="with retention: list what would be dropped, drop nothing")
+    parser.add_argument("--now", type=retention.parse_now, help="with retention: the time to age rows from, "
+                        "ISO 8601, UTC without an offset (default: the server's clock)")
     args = parser.parse_args(argv)
-    migrator = Migrator(ClickHouseHttp(args.url, args.user, os.environ.get(args.password_env, "")), args.db, args.kafka_brokers)
+    client = ClickHouseHttp(args.url, args.user, os.environ.get(args.password_env, ""))
+    if args.command == "retention":
+        return run_retention(client, args)
+    migrator = Migrator(client, args.db, args.kafka_brokers)
     try:
         if args.command == "up":
             migrator.up(args.to)
@@ -232,6 +246,15 @@ def main(argv=None):
             print(f"[migrate] not applied: {', '.join(f'{m.version:04d}_{m.name}' for m in pending)}")
     except ClickHouseError as e:
         sys.exit(f"migrate: {e}")
+
+
+def run_retention(client, args):
+    try:
+        retention.run(client, args.db, now_s=args.now, dry_run=args.dry_run)
+    except retention.RetentionRefused as e:
+        sys.exit(f"migrate retention: refused, nothing dropped: {e}")
+    except ClickHouseError as e:
+        sys.exit(f"migrate retention: {e}")
 
 
 if __name__ == "__main__":
