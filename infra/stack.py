@@ -134,11 +134,6 @@ class ClusterPorts(Ports):
     def brokers(self):
         return ",".join(f"127.0.0.1:{port}" for port in (self.kafka, self.kafka_2, self.kafka_3))
 
-    @property
-    def flink_urls(self):
-        """Both JobManagers' REST endpoints: either serves while it runs, whichever leads."""
-        return [f"http://127.0.0.1:{port}" for port in (self.flink_rest, self.flink_2_rest)]
-
     def with_flink_rest_of(self, jobmanager):
         """The same ports, with Flink's REST calls going to JobManager 1 or 2."""
         return replace(self, flink_rest=(self.flink_rest, self.flink_2_rest)[jobmanager - 1],
@@ -502,10 +497,6 @@ def down():
     compose("down", "--volumes", "--remove-orphans")
 
 
-def cluster_container(project, service):
-    return f"{project}_{service}_1"  # docker-compose 1.x names containers project_service_index
-
-
 def cluster_compose(*args, cluster):
     compose(*args, ports=cluster.ports, users=cluster.users, file=CLUSTER_COMPOSE_FILE, project=cluster.project,
             env={"KAFKA_CLUSTER_ID": cluster.kafka_id})
@@ -533,7 +524,7 @@ class Cluster:
         return cls(CLUSTER_PROJECT, ClusterPorts(), ClickHouseUsers.of_demo_stack(), json.loads(path.read_text())["kafka_id"])
 
     def container(self, service):
-        return cluster_container(self.project, service)
+        return f"{self.project}_{service}_1"  # docker-compose 1.x names containers project_service_index
 
 
 def cluster_up(cluster=None, submit=True):

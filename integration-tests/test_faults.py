@@ -3,7 +3,6 @@ JobManager and 2 TaskManagers, ClickHouse), each while a dusty disk's records fl
 TaskManager or the leading JobManager killed mid-window, a Kafka node away. After each,
 the disk was judged once (one anomaly, one ticket) and every I/O its histograms counted is
 in exactly one of its windows, each window the same however often it was emitted."""
-import json
 import os
 import random
 import subprocess
