@@ -7,7 +7,7 @@
 # incrementally, to FLINK_STATE_DIR: a directory every JobManager and TaskManager of the
 # cluster mounts at the same path (a shared volume here; object storage, s3://..., in
 # production). Checkpoints are kept when the job is cancelled, so it can be restored
-# from the latest one (`stack.py submit-job --from-latest-checkpoint`).
+# from the latest one (`make upgrade-job` with no job running).
 #
 # With FLINK_HA_ZOOKEEPER (a ZooKeeper quorum, host:port,...) the JobManagers elect a
 # leader through ZooKeeper and keep the running jobs' metadata under the state directory:
