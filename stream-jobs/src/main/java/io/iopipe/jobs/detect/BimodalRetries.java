@@ -29,6 +29,14 @@ public final class BimodalRetries {
     static final int[] COMMON_RPMS = {5400, 7200, 10_000, 15_000};
     /** How close to a whole number of revolutions the gap must be. */
     static final double REVOLUTION_TOLERANCE = 0.15;
+    /**
+     * Retries are repeated media accesses, so the main mode must be media accesses too. On
+     * a rotational disk, a main mode under this is served from a cache (the drive's track
+     * buffer; the host's page cache behind a virtual disk that says it rotates): even the
+     * fastest common disk, 15k rpm, waits 2 ms for the sector on average. Its slower mode
+     * is then the reads that missed the cache, not retries.
+     */
+    static final double MIN_MEDIA_ACCESS_US = 500;
 
     private BimodalRetries() {}
 
@@ -67,6 +75,9 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         Mode main = modes.stream().max((a, b) -> Double.compare(a.weight(), b.weight())).orElseThrow();
+        if (w.rotational() && main.medianUs() < MIN_MEDIA_ACCESS_US) {
+            return Optional.empty();
+        }
         List<Mode> slower = modes.stream().filter(m -> m.medianUs() >= MIN_MODE_RATIO * main.medianUs()).toList();
         if (slower.isEmpty()) {
             return Optional.empty();

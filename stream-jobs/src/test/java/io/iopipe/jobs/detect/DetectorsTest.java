@@ -109,6 +109,13 @@ class DetectorsTest {
     }
 
     @Test
+    void aVirtualDiskThatSaysItRotatesIsNotRetryingWhenMostReadsHitTheHostsCache() throws Exception {
+        DiskWindow w = new SerialDisk("vda", true).closedLoop(1, "R", 4096,
+                () -> random.nextDouble() < 0.97 ? uniform(0.06, 0.12) : uniform(10, 13)).window();
+        assertEquals(List.of(), verdicts(w, new DiskHistory()));
+    }
+
+    @Test
     void explainsAFlushBurstOnANearIdleDiskAsAQueueRampNotAFailure() throws Exception {
         SerialDisk disk = new SerialDisk("sdg", true);
         for (int i = 0; i < 8; i++) {
