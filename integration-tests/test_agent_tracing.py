@@ -74,8 +74,12 @@ def test_every_io_is_counted_once_in_the_bucket_of_its_latency(agent_bin, attach
     completed = (after["reads_completed"] - before["reads_completed"], after["writes_completed"] - before["writes_completed"])
     assert counted == completed == (300, 100), agent.counters()
     buckets = merged_buckets(reads)
-    assert_same_shape(buckets, Counter(log2_bucket(ms) for ms in latencies), 300)
-    assert buckets[11] >= 297, f"the injected {BASE_US} us lands in [2048, 4096) us: {buckets}"
+    workload = Counter(log2_bucket(ms) for ms in latencies)
+    assert_same_shape(buckets, workload, 300)
+    # A loaded machine delays some I/Os past 4096 us, in the kernel's clock as in the
+    # workload's: the injected latency is the floor and the mode, not every I/O's bucket.
+    assert min(buckets) == 11, f"no I/O is faster than the injected {BASE_US} us: {buckets}"
+    assert buckets.most_common(1)[0][0] == 11 and buckets[11] >= workload[11], (buckets, workload)
     assert sum(h["count"] for h in hists_of(records, name, "R", "queue")) == 300
     assert max(h["max_us"] for h in reads) < max(latencies) * 1000
 
@@ -90,11 +94,15 @@ def test_retries_show_as_the_modes_of_the_histogram(agent_bin):
 
     buckets = merged_buckets(hists_of(records, name, "R", "device"))
     assert sum(buckets.values()) == 400, agent.counters()
-    assert_same_shape(buckets, Counter(log2_bucket(ms) for ms in latencies), 400)
+    workload = Counter(log2_bucket(ms) for ms in latencies)
+    assert_same_shape(buckets, workload, 400)
     modes = {11: "2.5 ms", 13: "2.5 + 8.3 ms", 14: "2.5 + 16.7 or 25 ms"}
-    assert all(buckets[b] > 0 for b in modes), buckets
-    # The rest are scheduling hiccups of this VM, seen alike by the workload's clock.
-    assert sum(buckets[b] for b in modes) >= 0.98 * 400, buckets
+    assert min(buckets) == 11 and all(buckets[b] > 0 for b in modes), buckets
+    # The rest are I/Os the machine's scheduling delayed past a mode's bucket: the kernel
+    # times less of each I/O than the workload's clock, so it sees no more of them (but
+    # for the 1% a delay moves across an edge in one clock only, as in assert_same_shape).
+    off_mode = lambda counts: sum(n for b, n in counts.items() if b not in modes)
+    assert off_mode(buckets) <= off_mode(workload) + 0.01 * 400, (buckets, workload)
     assert 0.6 < buckets[11] / 400 < 0.8, buckets
 
 
@@ -122,8 +130,9 @@ def new_loop_disk(backing, avoid=()):
                     break
                 except OSError:
                     time.sleep(0.1)
-            # The queue's number is freed after an RCU grace period.
-            time.sleep(0.2)
+            # The queue's number is freed by an RCU callback after a grace period, which
+            # a loaded machine runs late (0.2 s was not always enough with both cores busy).
+            time.sleep(1.0)
     finally:
         os.close(control)
 

@@ -14,10 +14,12 @@ REVOLUTION_7200_RPM_US = 8333
 
 
 
-def fio_mean_latency_ms(device, iodepth):
+def fio_median_latency_ms(device, iodepth):
+    """The median, not the mean: a loaded machine's scheduling delays lengthen a few I/Os a
+    lot, and these move the mean but not the median."""
     report = run_fio(device, "--rw=randread", "--bs=16k", f"--iodepth={iodepth}", "--ioengine=libaio",
                      "--runtime=2", "--time_based")
-    return report["jobs"][0]["read"]["clat_ns"]["mean"] / 1e6
+    return report["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"] / 1e6
 
 
 def test_fixed_latency_is_what_the_kernel_counts():
@@ -28,19 +30,29 @@ def test_fixed_latency_is_what_the_kernel_counts():
     assert after["reads_completed"] - before["reads_completed"] == 200
     assert 2.0 <= statistics.median(latencies) < 2.6
     assert min(latencies) >= 2.0, "no read is faster than the service time"
+    # The kernel times a part of what the workload's clock times (not the test's own
+    # wake-ups), so its mean lies between the service time and the workload's mean,
+    # however loaded the machine. (read_time_ms sums nanoseconds; 1 ms of rounding.)
     await_ms = (after["read_time_ms"] - before["read_time_ms"]) / 200
-    assert 2.0 <= await_ms < 2.6
+    assert 2.0 <= await_ms <= statistics.fmean(latencies) + 1 / 200, (await_ms, statistics.fmean(latencies))
 
 
 def test_retries_add_whole_revolutions():
+    """Each read takes 2 ms plus a whole number of revolutions. The workload's clock adds
+    this machine's scheduling delays (the FUSE server, the loop worker and the test each
+    wake once per read), never subtracts: so a read belongs to the highest mode it
+    reached, and its excess over that mode is scheduling noise. Whole revolutions leave
+    most retried reads' excess far below a revolution; retries of any spread-out length
+    would put half of them above 4 ms."""
     profile = f"units=1 read_us=2000 retry_prob=0.3 revolution_us={REVOLUTION_7200_RPM_US} max_retries=3 seed=7"
     with FaultDisk(profile) as disk:
         latencies = timed_direct_reads(disk.device, 300)
-    modes = [2.0 + k * REVOLUTION_7200_RPM_US / 1000 for k in range(4)]
-    nearest = [min(range(4), key=lambda k: abs(ms - modes[k])) for ms in latencies]
-    close = [abs(ms - modes[k]) < 0.8 for ms, k in zip(latencies, nearest)]
-    assert sum(close) >= 0.97 * len(latencies), "latencies sit at 2 ms + k revolutions"
-    share_retried = sum(k > 0 for k in nearest) / len(nearest)
+    revolution_ms = REVOLUTION_7200_RPM_US / 1000
+    assert min(latencies) >= 2.0, "no read is faster than the service time"
+    retries = [min(3, int((ms - 2.0) // revolution_ms)) for ms in latencies]
+    retried_excess = [ms - (2.0 + k * revolution_ms) for ms, k in zip(latencies, retries) if k > 0]
+    assert statistics.median(retried_excess) < 0.8, f"retried reads sit at 2 ms + k revolutions: {sorted(retried_excess)}"
+    share_retried = sum(k > 0 for k in retries) / len(retries)
     assert 0.2 < share_retried < 0.4, share_retried
 
 
@@ -60,17 +72,18 @@ def test_error_sectors_fail_with_eio_and_their_neighbours_do_not():
 
 def test_parallel_units_keep_latency_flat_until_the_queue_forms():
     with FaultDisk("units=4 read_us=2000") as disk:
-        qd1, qd4, qd8 = (fio_mean_latency_ms(disk.device, qd) for qd in (1, 4, 8))
+        qd1, qd4, qd8 = (fio_median_latency_ms(disk.device, qd) for qd in (1, 4, 8))
     assert qd4 < qd1 * 1.2, (qd1, qd4)
     assert 1.7 * qd1 < qd8 < 2.3 * qd1, (qd1, qd8)
 
 
 def test_profile_switches_at_runtime_and_bad_profiles_are_refused():
+    # The fastest of 20 reads: scheduling delays only add, and rarely to all of them.
     with FaultDisk("units=1 read_us=500") as disk:
-        fast = statistics.median(timed_direct_reads(disk.device, 20))
+        fast = min(timed_direct_reads(disk.device, 20))
         disk.set_profile("units=1 read_us=5000")
-        slow = statistics.median(timed_direct_reads(disk.device, 20))
+        slow = min(timed_direct_reads(disk.device, 20))
         with pytest.raises(OSError) as refused:
             disk.set_profile("units=1 read_us=100 colour=blue")
         assert refused.value.errno == errno.EINVAL
-    assert fast < 1.2 and 5.0 <= slow < 5.8, (fast, slow)
+    assert 0.5 <= fast < 1.2 and 5.0 <= slow < 5.8, (fast, slow)
