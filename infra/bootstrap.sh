@@ -26,7 +26,16 @@ install_packages() {
 start_dockerd() {
   if docker info >/dev/null 2>&1; then return; fi
   say "starting dockerd (log: /var/log/iopipe-dockerd.log)"
-  nohup dockerd >/var/log/iopipe-dockerd.log 2>&1 &
+  # dockerd outlives this script: it must not inherit its caller's descriptors beyond
+  # stdio (a lock held by `flock ... make`, the pipe of `make test | tee`), or it holds
+  # them for as long as it runs.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec nohup dockerd >/var/log/iopipe-dockerd.log 2>&1 </dev/null
+  ) &
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && return
     sleep 1
