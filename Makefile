@@ -13,13 +13,14 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-e2e demo down cluster-up cluster-down upgrade-job detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
 	@echo "make test    every test (unit and integration), as CI runs it"
 	@echo "make test-unit   the fast loop: schema, agent and job unit tests"
 	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
+	@echo "make test-faults faults on a cluster: kills, Kafka nodes and ClickHouse replicas away, a restore"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
 	@echo "make down    stop everything the demo started"
 	@echo "make cluster-up   the cluster the fault tests use: Kafka x3, ZooKeeper, Flink HA, ClickHouse; make cluster-down"
@@ -80,6 +81,11 @@ test-jobs:
 test-integration: $(VENV)/.installed agent $(JOB_JAR)
 	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"
 	@$(PYTHON) -m pytest -v integration-tests
+
+# Faults on a cluster of its own (part of test-integration): processes killed, Kafka nodes
+# and ClickHouse replicas stopped, a job cancelled and restored; prints the accounting.
+test-faults: $(VENV)/.installed $(JOB_JAR) images
+	@$(PYTHON) -m pytest -v -s -rxX integration-tests/test_faults.py integration-tests/test_job_state.py
 
 # The seed scenarios on fault disks through the whole pipeline; prints the figures.
 test-e2e: $(VENV)/.installed agent $(JOB_JAR) images

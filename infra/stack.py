@@ -4,7 +4,7 @@
     stack.py images          build iopipe/kafka, iopipe/flink, iopipe/clickhouse, iopipe/zookeeper
     stack.py up              start them (docker-compose), migrate ClickHouse, submit the job
     stack.py down            stop and remove everything `up` started
-    stack.py cluster-up      the cluster instead: Kafka x3, ZooKeeper, Flink HA x2 + 2 TaskManagers, ClickHouse
+    stack.py cluster-up      the cluster instead: Kafka x3, ZooKeeper, Flink HA x2 + 2 TaskManagers, ClickHouse x2
     stack.py cluster-down    stop and remove everything `cluster-up` started
     stack.py submit-job      submit the live Flink job afresh
     stack.py upgrade-job     replace the running job by the jar built now, keeping its state
@@ -39,7 +39,9 @@ COMPOSE_PROJECT = "iopipe"
 CLUSTER_COMPOSE_FILE = INFRA / "compose.cluster.yaml"
 CLUSTER_PROJECT = "iopipe-cluster"
 CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordination the rest need: started first
-                    "flink-jobmanager-1", "flink-jobmanager-2", "flink-taskmanager-1", "flink-taskmanager-2", "clickhouse")
+                    "flink-jobmanager-1", "flink-jobmanager-2", "flink-taskmanager-1", "flink-taskmanager-2",
+                    "clickhouse-1", "clickhouse-2")
+CLICKHOUSE_CLUSTER = "iopipe"  # the replicas' <remote_servers> name (infra/clickhouse/start-clickhouse.sh)
 JOB_JAR = REPO / "stream-jobs" / "target" / "iopipe-stream-jobs.jar"
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
 FLINK_VERSION = "2.3.0"
@@ -129,6 +131,9 @@ class ClusterPorts(Ports):
     zookeeper: int = 12181
     flink_2_rest: int = 18082
     flink_2_rpc: int = 16124
+    clickhouse_2_http: int = 18124
+    clickhouse_2_tcp: int = 19001
+    clickhouse_2_interserver: int = 19010
 
     @property
     def brokers(self):
@@ -138,6 +143,13 @@ class ClusterPorts(Ports):
         """The same ports, with Flink's REST calls going to JobManager 1 or 2."""
         return replace(self, flink_rest=(self.flink_rest, self.flink_2_rest)[jobmanager - 1],
                        flink_2_rest=(self.flink_2_rest, self.flink_rest)[jobmanager - 1])
+
+    def of_clickhouse_replica(self, replica):
+        """The ports of ClickHouse replica 1 or 2 in the clickhouse_* fields, for its clients."""
+        if replica == 1:
+            return self
+        return replace(self, clickhouse_http=self.clickhouse_2_http, clickhouse_tcp=self.clickhouse_2_tcp,
+                       clickhouse_interserver=self.clickhouse_2_interserver)
 
 
 def kafka_cluster_id():
@@ -377,6 +389,9 @@ def wait_until_ready(ports, containers):
             wait_for(f"{service} topics", alive_and(lambda c=container: container_log_contains(c, "iopipe: topics ready")))
     if "clickhouse" in containers:
         wait_for("ClickHouse", alive_and(lambda: clickhouse_answers(ports)))
+    for replica in (1, 2):
+        if f"clickhouse-{replica}" in containers:
+            wait_for(f"ClickHouse replica {replica}", alive_and(lambda r=replica: clickhouse_answers(ports.of_clickhouse_replica(r))))
     taskmanagers = sum(service.startswith("flink-taskmanager") for service in containers)
     if taskmanagers:
         wait_for("Flink task slots", alive_and(lambda: flink_has_slots(ports, taskmanagers)))
@@ -464,8 +479,15 @@ def stop_with_savepoint(ports, job_id, timeout_s=120):
     return wait_for("a savepoint of the live job", savepoint_done, timeout_s=timeout_s)
 
 
-def migrate_clickhouse(ports, users):
-    Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
+def migrate_clickhouse(ports, users, clickhouse_cluster=None):
+    """Migrates the one server, or each replica of `clickhouse_cluster` (its name; `ports` a ClusterPorts)."""
+    if not clickhouse_cluster:
+        Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
+        return
+    for replica in (1, 2):
+        say(f"ClickHouse replica {replica}")
+        Migrator(users.client(ports.of_clickhouse_replica(replica), "admin"), kafka_brokers=ports.brokers, log=say,
+                 cluster=clickhouse_cluster).up()
 
 
 # ---------------------------------------------------------------- compose
@@ -484,8 +506,8 @@ def up(ports=Ports(), users=None):
     return _migrate_and_submit(ports, users)
 
 
-def _migrate_and_submit(ports, users):
-    migrate_clickhouse(ports, users)
+def _migrate_and_submit(ports, users, clickhouse_cluster=None):
+    migrate_clickhouse(ports, users, clickhouse_cluster)
     say("submitting the live job to Flink")
     job_id = submit_live_job(ports)
     say(f"stack up: Flink UI {ports.flink_url}, ClickHouse {ports.clickhouse_url}, Kafka {ports.brokers}, job {job_id}")
@@ -530,14 +552,15 @@ class Cluster:
 def cluster_up(cluster=None, submit=True):
     """Starts the cluster; with `submit`, migrates ClickHouse and runs the live job. Returns it."""
     cluster = cluster or Cluster.of_make()
-    say(f"starting the cluster {cluster.project}: ZooKeeper, Kafka x3, Flink 2 JobManagers + 2 TaskManagers, ClickHouse")
+    say(f"starting the cluster {cluster.project}: ZooKeeper, Kafka x3, Flink 2 JobManagers + 2 TaskManagers, "
+        "ClickHouse 2 replicas")
     # What the others need first, alone: nine JVMs starting at once on a small machine take
     # longer than these four and then the rest.
     for services in (CLUSTER_SERVICES[:4], CLUSTER_SERVICES[4:]):
         cluster_compose("up", "-d", *services, cluster=cluster)
         wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services})
     if submit:
-        _migrate_and_submit(cluster.ports, cluster.users)
+        _migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER)
     return cluster
 
 

@@ -5,6 +5,10 @@
 # offsets after each block is written to the tables (at least once): a server killed in
 # between re-reads that block, and the tables' deterministic keys absorb the repeat.
 # Users and the ingestion profile: users.xml.
+# As a replica (CLICKHOUSE_REPLICA set, the cluster's compose file): Replicated* tables are
+# coordinated by the ZooKeeper on 127.0.0.1:$ZOOKEEPER_PORT, and the cluster `iopipe`, one
+# shard of the replicas whose native ports CLICKHOUSE_CLUSTER_TCP_PORTS lists, is what
+# the Distributed tables read (as iopipe_reader: 18.16 has no cluster secret).
 set -euo pipefail
 for role in ADMIN WRITER READER; do
   var="IOPIPE_CLICKHOUSE_${role}_PASSWORD"
@@ -19,6 +23,22 @@ sed -e "s/@ADMIN_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_ADMIN_PASSWORD")/" \
     -e "s/@WRITER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_WRITER_PASSWORD")/" \
     -e "s/@READER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_READER_PASSWORD")/" \
     /usr/local/share/iopipe/users.xml > /etc/clickhouse-server/users.d/iopipe.xml
+replica_config() {
+  [ -n "${CLICKHOUSE_REPLICA:-}" ] || return 0
+  local replicas=""
+  for port in ${CLICKHOUSE_CLUSTER_TCP_PORTS:?list the native ports of every replica}; do
+    replicas+="<replica><host>127.0.0.1</host><port>${port}</port><user>iopipe_reader</user>"
+    replicas+="<password>${IOPIPE_CLICKHOUSE_READER_PASSWORD}</password></replica>"
+  done
+  cat <<XML
+  <zookeeper><node><host>127.0.0.1</host><port>${ZOOKEEPER_PORT:?the replicas need ZooKeeper}</port></node></zookeeper>
+  <macros><shard>01</shard><replica>${CLICKHOUSE_REPLICA}</replica></macros>
+  <interserver_http_host>127.0.0.1</interserver_http_host>
+  <remote_servers replace="replace">
+    <iopipe><shard><internal_replication>true</internal_replication>${replicas}</shard></iopipe>
+  </remote_servers>
+XML
+}
 cat > /etc/clickhouse-server/config.d/iopipe.xml <<XML
 <yandex>
   <listen_host>127.0.0.1</listen_host>
@@ -32,7 +52,9 @@ cat > /etc/clickhouse-server/config.d/iopipe.xml <<XML
   <kafka>
     <auto_offset_reset>smallest</auto_offset_reset>
   </kafka>
+$(replica_config)
 </yandex>
 XML
+chgrp clickhouse /etc/clickhouse-server/config.d/iopipe.xml && chmod 640 /etc/clickhouse-server/config.d/iopipe.xml  # a password
 chown -R clickhouse:clickhouse /var/lib/clickhouse /var/log/clickhouse-server
 exec su -s /bin/bash clickhouse -c "exec /usr/sbin/clickhouse-server --config-file=/etc/clickhouse-server/config.xml"

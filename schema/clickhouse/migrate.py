@@ -13,13 +13,22 @@ A migration that needs a newer server than the one it meets says so on its first
 later `up` once the server is upgraded. Such migrations only add features (retention,
 encodings) that nothing else depends on.
 
-    migrate.py up   [--to VERSION] [--url http://127.0.0.1:8123] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092]
+    migrate.py up   [--to VERSION] [--url http://127.0.0.1:8123] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092] [--cluster iopipe]
     migrate.py down [--to VERSION]
     migrate.py status
     migrate.py retention [--dry-run] [--now 2024-03-15T12:00:00Z]
 
 `retention` drops the partitions of the raw tables wholly older than their retention
 (retention.json): what TTL does on a modern server, for 18.16 which has none (retention.py).
+
+On a replicated deployment, `up --cluster iopipe` is run against every replica of the
+cluster (a <remote_servers> name; the server's macros give {shard} and {replica}). The
+migrations are the same files: the runner turns each *MergeTree engine they name into
+its Replicated* twin, coordinated under /clickhouse/tables/{shard}/<db>/<table>, and
+keeps a Distributed table over the cluster for each, of the same name in <db>_all, for
+reads that any replica can answer. Each replica keeps its own Kafka tables in the same
+consumer groups, so the topics' partitions are shared out between the replicas and
+their rows reach both through replication.
 """
 import argparse
 import functools
@@ -140,6 +149,21 @@ def kafka_tables_of(topic):
     return tables
 
 
+MERGE_TREE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)\.(\w+)\b.*?\bENGINE = (\w*)MergeTree\b(\(([^)]*)\))?", re.S)
+
+
+def replicated(statement):
+    """The statement with its *MergeTree engine, if it creates one, made Replicated*: the
+    table's copies on the replicas of one shard share one ZooKeeper path."""
+    match = MERGE_TREE_TABLE.match(statement)
+    if not match:
+        return statement
+    db, table, kind, _, args = match.groups()
+    path = f"'/clickhouse/tables/{{shard}}/{db}/{table}', '{{replica}}'"
+    engine = f"Replicated{kind}MergeTree({path}{', ' + args if args else ''})"
+    return statement[:match.start(3)] + engine + statement[match.end():]
+
+
 def server_version(client):
     """(major, minor) of the server, from e.g. 18.16.1 or 26.9.2.1."""
     major, minor = client.rows("SELECT version()")[0][0].strip('"').split(".")[:2]
@@ -147,9 +171,12 @@ def server_version(client):
 
 
 class Migrator:
-    def __init__(self, client, db="iopipe", kafka_brokers="127.0.0.1:9092", kafka_group="iopipe-clickhouse", log=print):
+    def __init__(self, client, db="iopipe", kafka_brokers="127.0.0.1:9092", kafka_group="iopipe-clickhouse", log=print,
+                 cluster=None):
+        """`cluster`: the name of the replicated cluster this server is a replica of, or None."""
         self.client = client
         self.db = db
+        self.cluster = cluster
         self.params = {"db": db, "kafka_brokers": kafka_brokers, "kafka_group": kafka_group}
         self.log = log
         self.skipped = []
@@ -195,10 +222,42 @@ class Migrator:
             self.log(f"[migrate] up   {migration.version:04d}_{migration.name}")
             self._run(migration, "up")
             self._record(migration, "up")
+        self._sync_distributed()
 
     def _run(self, migration, direction):
         for statement in migration.statements(direction, self.params):
-            self.client.query(statement)
+            self.client.query(replicated(statement) if self.cluster else statement)
+
+    @property
+    def distributed_db(self):
+        return f"{self.db}_all"
+
+    def _sync_distributed(self):
+        """On a cluster: a Distributed table in <db>_all for each Replicated table of <db>,
+        with its columns as they are now, and none for a table that is gone."""
+        if not self.cluster:
+            return
+        self.client.query(f"CREATE DATABASE IF NOT EXISTS {self.distributed_db}")
+        local, distributed = (self._columns_by_table(db, engine) for db, engine in
+                              ((self.db, "Replicated%MergeTree"), (self.distributed_db, "Distributed")))
+        for table, columns in distributed.items():
+            if local.get(table) != columns:
+                self.client.query(f"DROP TABLE {self.distributed_db}.{table}")
+        for table, columns in local.items():
+            if distributed.get(table) != columns:
+                self.client.query(f"CREATE TABLE {self.distributed_db}.{table} AS {self.db}.{table} "
+                                  f"ENGINE = Distributed({self.cluster}, {self.db}, {table})")
+
+    def _columns_by_table(self, db, engine_like):
+        """table -> [(column, type)] in the table's order, of the tables of `db` whose engine is LIKE `engine_like`."""
+        tables = {name for (name,) in self.client.rows(
+            f"SELECT name FROM system.tables WHERE database = '{db}' AND engine LIKE '{engine_like}'")}
+        columns = {table: [] for table in tables}
+        for table, name, column_type in self.client.rows(
+                f"SELECT table, name, type FROM system.columns WHERE database = '{db}'"):
+            if table in columns:
+                columns[table].append((name, column_type))
+        return columns
 
     def down(self, to_version=0):
         done = self.applied()
@@ -208,9 +267,12 @@ class Migrator:
             self.log(f"[migrate] down {migration.version:04d}_{migration.name}")
             self._run(migration, "down")
             self._record(migration, "down")
+        self._sync_distributed()
         if to_version == 0:
             self.client.query(f"DROP TABLE IF EXISTS {self.db}.schema_migrations")
             self.client.query(f"DROP DATABASE IF EXISTS {self.db}")
+            if self.cluster:
+                self.client.query(f"DROP DATABASE IF EXISTS {self.distributed_db}")
 
 
 def main(argv=None):
@@ -224,6 +286,8 @@ def main(argv=None):
                         help="environment variable holding the password (never on the command line)")
     parser.add_argument("--db", default="iopipe")
     parser.add_argument("--kafka-brokers", default="127.0.0.1:9092")
+    parser.add_argument("--cluster", help="the replicated cluster (remote_servers) this server is a replica of: "
+                        "Replicated* engines and Distributed tables in <db>_all; run it on every replica")
     parser.add_argument("--to", type=int, help="with up: apply migrations up to this version; "
                         "with down: keep migrations up to this version (default: all of them / none)")
     parser.add_argument("--dry-run", action="store_true", help="with retention: list what would be dropped, drop nothing")
@@ -233,7 +297,7 @@ def main(argv=None):
     client = ClickHouseHttp(args.url, args.user, os.environ.get(args.password_env, ""))
     if args.command == "retention":
         return run_retention(client, args)
-    migrator = Migrator(client, args.db, args.kafka_brokers)
+    migrator = Migrator(client, args.db, args.kafka_brokers, cluster=args.cluster)
     try:
         if args.command == "up":
             migrator.up(args.to)

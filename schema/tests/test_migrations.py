@@ -65,3 +65,24 @@ def test_every_kafka_table_feeds_exactly_one_view():
     assert kafka_tables == {table for table, _, _ in migrate.kafka_table_definitions()}
     for table in kafka_tables:
         assert len(views_of.get(table, [])) == 1, f"{table} is read by {views_of.get(table)}: one view per Kafka table"
+
+
+def test_on_a_cluster_every_table_that_keeps_rows_is_replicated_and_nothing_else_changes():
+    """Every *MergeTree engine of the migrations becomes its Replicated* twin, with its own
+    arguments after the ZooKeeper path and replica; Kafka tables, views and ALTERs are the same."""
+    replicated = 0
+    for m in migrate.discover():
+        for sql in m.statements("up", PARAMS):
+            cluster_sql = migrate.replicated(sql)
+            engine = re.search(r"ENGINE = (\w*MergeTree)\b(\([^)]*\))?", sql)
+            if not engine:
+                assert cluster_sql == sql
+                continue
+            replicated += 1
+            table = CREATED.match(sql)[1].split(".")[1]
+            arguments = f"('/clickhouse/tables/{{shard}}/db/{table}', '{{replica}}'{', ' + engine[2][1:-1] if engine[2] else ''})"
+            assert cluster_sql == sql.replace(engine[0], f"ENGINE = Replicated{engine[1]}{arguments}"), cluster_sql
+    assert replicated >= 10
+    assert migrate.replicated("CREATE TABLE IF NOT EXISTS db.t (v UInt64, k String) ENGINE = ReplacingMergeTree(v) ORDER BY k") == (
+        "CREATE TABLE IF NOT EXISTS db.t (v UInt64, k String) "
+        "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/t', '{replica}', v) ORDER BY k")
