@@ -27,9 +27,6 @@ from end_to_end import SCENARIOS, Run, play_together, scenario_disk  # noqa: E40
 from kafka_records import consume_host  # noqa: E402
 
 GROUPS = (("S1", "S2", "S3", "S4", "S5"), ("S6",))
-# The agent anchors each disk's count of missing completions on an interval in which
-# nothing completed (agent/src/reconcile.rs): two of its 1 s readings while all is idle.
-AGENT_ANCHOR_S = 2.5
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "end-to-end.md"
 
 
@@ -89,11 +86,13 @@ class Fleet:
 @pytest.fixture(scope="module")
 def fleet(pipeline, agent_bin):
     fleet = Fleet(pipeline, f"e2e-{uuid.uuid4().hex[:6]}")
-    with ExitStack() as cleanup, tempfile.TemporaryFile("w+") as agent_log:
+    with ExitStack() as cleanup, tempfile.NamedTemporaryFile("w+") as agent_log:
         disks = {name: cleanup.enter_context(scenario_disk(SCENARIOS[name])) for group in GROUPS for name in group}
         agent = subprocess.Popen([str(agent_bin), "run", "--output", "kafka", "--brokers", pipeline.ports.brokers,
                                   "--host", fleet.host], stderr=agent_log, text=True)
-        time.sleep(AGENT_ANCHOR_S)
+        # The kernel's counts the scenarios are checked against start before their workloads,
+        # so the agent must be tracing by then (it counts missing completions from its start).
+        stack.wait_for("the agent tracing", timeout_s=60, check=lambda: agent_tracing(agent, Path(agent_log.name)))
         try:
             for group in GROUPS:
                 runs = [Run(SCENARIOS[name], disks[name]) for name in group]
@@ -120,6 +119,12 @@ def fleet(pipeline, agent_bin):
                        timeout_s=60)
         write_figures(fleet)
         yield fleet
+
+
+def agent_tracing(agent, log):
+    if agent.poll() is not None:
+        pytest.fail(f"the agent exited with {agent.returncode}: {log.read_text()}")
+    return "tracing block I/O" in log.read_text()
 
 
 def times_to_detect(fleet, run):

@@ -214,13 +214,17 @@ fn run(args: RunArgs) -> Result<()> {
         sys_root: args.sys_root.clone(),
         include_partitions: args.partitions,
     };
-    // Fail at start, not at the first tick, when the proc root is wrong.
-    sampler
+    // Fail at start, not at the first tick, when the proc root is wrong. Read before the
+    // programs attach: the completions counted missing are counted from here.
+    let before_tracing = sampler
         .sample()
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
     let sampling = args.sampling.config()?;
-    let tracer =
-        if args.no_trace { None } else { Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp)?) };
+    let tracer = if args.no_trace {
+        None
+    } else {
+        Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp, &before_tracing)?)
+    };
     let metrics = args.metrics_listen.as_deref().map(MetricsEndpoint::listen).transpose()?;
     if let Some(metrics) = &metrics {
         eprintln!("iopipe-agent: metrics on http://{}/metrics", metrics.address);

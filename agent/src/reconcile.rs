@@ -4,18 +4,17 @@
 //! Linux 6.18 for about 1 in 8,000 to 40,000 under load, with no recursion miss
 //! reported, while ftrace saw every one of them).
 //!
+//! Counted from the agent's start: each disk's count in a reading of /proc/diskstats taken
+//! before the programs attach is its anchor, so every completion after it is either in the
+//! histograms or missing. (A disk that appears later counts from 0, as its diskstats do.)
 //! Each interval the kernel's count is read first and the histograms after (run.rs), so a
 //! completion between the two reads is in the histograms only: kernel - traced reads low,
-//! never high. That difference also holds everything before the agent attached, so it is
-//! measured from an anchor taken when the disk stood still for a whole interval (nothing
-//! completed between two readings), where it is exact. A disk reports nothing before its
-//! first still interval; after it, the count is a lower bound that is exact whenever the
-//! disk is idle.
+//! never high, and the count is a lower bound, exact whenever the disk is idle. It holds
+//! on a busy host as on an idle one: no reading has to find the disk still.
 
 use crate::iotrace::DiskId;
 use std::collections::HashMap;
 
-#[derive(Default)]
 pub struct Reconciler {
     ledgers: HashMap<DiskId, Ledger>,
 }
@@ -24,8 +23,9 @@ pub struct Reconciler {
 struct Ledger {
     /// (kernel, traced) at the previous reading.
     previous: Option<(u64, u64)>,
-    /// kernel - traced at the first still interval.
-    anchor: Option<i128>,
+    /// kernel - traced when its count began: the kernel's count before the programs
+    /// attached (nothing traced yet), or 0 for a disk that appeared since.
+    anchor: i128,
     /// The highest (kernel - traced) - anchor seen.
     untraced: u64,
     /// What earlier disks of these numbers reported: a counter never goes back.
@@ -36,24 +36,29 @@ struct Ledger {
 }
 
 impl Reconciler {
+    /// `before_tracing`: each disk's kernel completions, read before the programs attached.
+    pub fn starting_from(before_tracing: impl IntoIterator<Item = (DiskId, u64)>) -> Self {
+        let ledgers = before_tracing
+            .into_iter()
+            .map(|(disk, kernel)| (disk, Ledger { anchor: i128::from(kernel), ..Ledger::default() }))
+            .collect();
+        Reconciler { ledgers }
+    }
+
     /// One reading of a disk: the kernel's completions (cumulative, read first) and the
     /// completions in its histograms since the agent attached (read after).
     pub fn observe(&mut self, disk: DiskId, kernel: u64, traced: u64) {
         let ledger = self.ledgers.entry(disk).or_default();
-        if ledger.previous.is_some_and(|(before, _)| kernel < before) {
-            // Another disk took these numbers, its diskstats from 0: anchor it anew.
+        if let Some((_, traced_before)) = ledger.previous.filter(|(before, _)| kernel < *before) {
+            // Another disk took these numbers, its diskstats from 0, while the histograms of
+            // the numbers go on adding up from somewhere after the previous reading: anchoring
+            // at that reading's count keeps the count a lower bound.
             ledger.carried += ledger.untraced;
             ledger.untraced = 0;
-            ledger.anchor = None;
+            ledger.anchor = -i128::from(traced_before);
         }
-        let gap = i128::from(kernel) - i128::from(traced);
-        if ledger.anchor.is_none() && ledger.previous == Some((kernel, traced)) {
-            ledger.anchor = Some(gap);
-        }
-        if let Some(anchor) = ledger.anchor {
-            let missing = u64::try_from(gap - anchor).unwrap_or(0);
-            ledger.untraced = ledger.untraced.max(missing);
-        }
+        let missing = u64::try_from(i128::from(kernel) - i128::from(traced) - ledger.anchor).unwrap_or(0);
+        ledger.untraced = ledger.untraced.max(missing);
         ledger.previous = Some((kernel, traced));
         ledger.traced_any |= traced > 0;
     }
@@ -82,31 +87,31 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_reported_before_the_disk_stands_still_once() {
-        let mut r = Reconciler::default();
-        // 5,000 completions before the agent attached; then it misses some, but the disk
-        // never pauses, so the baseline is unknown.
-        for (kernel, traced) in [(5_000, 0), (5_100, 98), (5_200, 195)] {
+    fn completions_missing_since_the_start_are_counted_on_a_disk_that_never_pauses() {
+        // 5,000 completions before the agent attached; then it misses some while the disk
+        // is busy at every reading (each reading low by what completed between its reads).
+        let mut r = Reconciler::starting_from([(SDB, 5_000)]);
+        for (kernel, traced) in [(5_100, 98), (5_200, 199), (6_000, 996)] {
             r.observe(SDB, kernel, traced);
         }
-        assert_eq!(untraced(&r), 0);
-    }
-
-    #[test]
-    fn completions_missing_after_a_still_interval_are_counted_exactly_once_idle() {
-        let mut r = Reconciler::default();
-        r.observe(SDB, 5_000, 0);
-        r.observe(SDB, 5_000, 0); // still: anchor 5,000
-        r.observe(SDB, 6_000, 997); // busy: 3 missing so far
-        r.observe(SDB, 7_000, 1_995);
-        r.observe(SDB, 7_000, 1_995); // idle again
+        assert_eq!(untraced(&r), 4);
+        r.observe(SDB, 6_000, 995); // idle: exact
         assert_eq!(untraced(&r), 5);
         assert_eq!(r.total(), 5);
     }
 
     #[test]
+    fn a_disk_that_appears_later_counts_from_zero() {
+        let mut r = Reconciler::starting_from([]);
+        for (kernel, traced) in [(300, 299), (1_000, 997), (1_000, 997)] {
+            r.observe(SDB, kernel, traced);
+        }
+        assert_eq!(untraced(&r), 3);
+    }
+
+    #[test]
     fn a_disk_with_no_traced_completion_is_not_reported() {
-        let mut r = Reconciler::default();
+        let mut r = Reconciler::starting_from([(SDB, 100)]);
         // dm-0: bio-based, its I/O never passes the request tracepoints.
         for kernel in [100, 100, 900] {
             r.observe(SDB, kernel, 0);
@@ -116,14 +121,14 @@ mod tests {
 
     #[test]
     fn a_new_disk_under_old_numbers_is_anchored_anew_and_the_old_count_kept() {
-        let mut r = Reconciler::default();
-        for (kernel, traced) in [(0, 0), (0, 0), (1_000, 996), (1_000, 996)] {
+        let mut r = Reconciler::starting_from([(SDB, 0)]);
+        for (kernel, traced) in [(1_000, 996), (1_000, 996)] {
             r.observe(SDB, kernel, traced);
         }
         assert_eq!(untraced(&r), 4);
         // Removed; a new disk gets 8:16, its diskstats from 0, while the histograms of
-        // these numbers go on adding up.
-        for (kernel, traced) in [(10, 1_006), (10, 1_006), (510, 1_505), (510, 1_505)] {
+        // these numbers go on adding up; it misses one of its 510.
+        for (kernel, traced) in [(10, 1_006), (510, 1_505), (510, 1_505)] {
             r.observe(SDB, kernel, traced);
         }
         assert_eq!(untraced(&r), 4 + 1);
@@ -131,8 +136,7 @@ mod tests {
 
     #[test]
     fn completions_between_the_two_reads_never_count_as_missing() {
-        let mut r = Reconciler::default();
-        r.observe(SDB, 100, 100);
+        let mut r = Reconciler::starting_from([(SDB, 0)]);
         r.observe(SDB, 100, 100);
         // The histograms were read 40 completions after diskstats: the gap goes negative.
         r.observe(SDB, 1_000, 1_040);

@@ -6,7 +6,7 @@ use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, Interval
 use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::reconcile::Reconciler;
-use crate::sampler::Sample;
+use crate::sampler::{Sample, SampledDisk};
 use crate::telemetry::Counter;
 use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, EVENT_SCHEMA, HIST_SCHEMA};
 use crate::{sampler, sysfs, topics};
@@ -50,7 +50,16 @@ pub struct TracerStats {
 }
 
 impl Tracer {
-    pub fn attach(host: &str, sys_root: &Path, sampling: SamplingConfig, outlier_quantile: f64, only_raw_tp: bool) -> Result<Self> {
+    /// `before_tracing`: a reading of /proc/diskstats taken before the programs attach,
+    /// what each disk's missing completions are counted from (reconcile.rs).
+    pub fn attach(
+        host: &str,
+        sys_root: &Path,
+        sampling: SamplingConfig,
+        outlier_quantile: f64,
+        only_raw_tp: bool,
+        before_tracing: &Sample,
+    ) -> Result<Self> {
         let disk_table = disk_table_size(sampling.max_disks, sysfs::request_queues(sys_root));
         let trace = IoTrace::attach(&sampling, disk_table, only_raw_tp)?;
         eprintln!("iopipe-agent: tracing block I/O ({:?}, request queues numbered below {disk_table})", trace.attachment);
@@ -66,7 +75,7 @@ impl Tracer {
             outlier_quantile,
             recent: HashMap::new(),
             traced: HashMap::new(),
-            reconciler: Reconciler::default(),
+            reconciler: Reconciler::starting_from(before_tracing.disks.iter().map(|d| (disk_id(d), completions(d)))),
             stats: TracerStats::default(),
         })
     }
@@ -183,11 +192,8 @@ impl Tracer {
     /// histograms (their I/O is their disk's), so they are never reported.
     pub fn reconcile(&mut self, sample: &Sample) {
         for disk in &sample.disks {
-            let c = &disk.counters;
-            let id = DiskId { major: c.major, minor: c.minor };
-            // Saturating: /proc/diskstats (or a --proc-root file) may hold any u64.
-            let kernel = c.reads_completed.saturating_add(c.writes_completed).saturating_add(c.discards.map_or(0, |d| d.completed));
-            self.reconciler.observe(id, kernel, self.traced.get(&id).copied().unwrap_or(0));
+            let id = disk_id(disk);
+            self.reconciler.observe(id, completions(disk), self.traced.get(&id).copied().unwrap_or(0));
         }
     }
 
@@ -223,7 +229,7 @@ impl Tracer {
         let [outlier, uniform, recorder] = self.stats.events_by_reason;
         vec![
             Counter::new("ios_completed", self.stats.ios_completed, "block I/Os completed, counted in the kernel's histograms"),
-            Counter::new("ios_untraced", self.reconciler.total(), "reads, writes and discards /proc/diskstats counted that the histograms lack, from each disk's first idle interval on (a lower bound; per disk in io.agent.v1 untraced_by_disk)"),
+            Counter::new("ios_untraced", self.reconciler.total(), "reads, writes and discards /proc/diskstats counted that the histograms lack since the agent started (a lower bound, exact when the disk is idle; per disk in io.agent.v1 untraced_by_disk)"),
             Counter::new("events_sent_outlier", outlier, "outlier events sent"),
             Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
             Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),
@@ -257,4 +263,15 @@ fn monotonic_ns() -> u64 {
 
 fn wall_minus_monotonic_ns() -> i128 {
     clock_ns(libc::CLOCK_REALTIME) - clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn disk_id(disk: &SampledDisk) -> DiskId {
+    DiskId { major: disk.counters.major, minor: disk.counters.minor }
+}
+
+/// The completions the reconciliation counts: reads, writes and discards (flushes are
+/// counted by other rules). Saturating: /proc/diskstats (or a --proc-root file) may hold any u64.
+fn completions(disk: &SampledDisk) -> u64 {
+    let c = &disk.counters;
+    c.reads_completed.saturating_add(c.writes_completed).saturating_add(c.discards.map_or(0, |d| d.completed))
 }
