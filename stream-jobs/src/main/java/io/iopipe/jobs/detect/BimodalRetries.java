@@ -24,7 +24,11 @@ public final class BimodalRetries {
     /** A mode must hold this share of the I/Os: a few stragglers are a tail, not a mode. */
     static final double MIN_MODE_SHARE = 0.02;
     static final long MIN_MODE_IOS = 5;
-    /** A retry repeats at least the first attempt: its mode sits at twice the main one or more. */
+    /**
+     * A retry repeats at least the first attempt: its mode sits at twice the main one or
+     * more. And further than the queue reaches: at a mean depth d (aqu-sz, the I/O itself
+     * counted) an I/O may wait behind the others, d times the main mode without any retry.
+     */
     static final double MIN_MODE_RATIO = 2.0;
     static final int[] COMMON_RPMS = {5400, 7200, 10_000, 15_000};
     /** How close to a whole number of revolutions the gap must be. */
@@ -78,7 +82,9 @@ public final class BimodalRetries {
         if (w.rotational() && main.medianUs() < MIN_MEDIA_ACCESS_US) {
             return Optional.empty();
         }
-        List<Mode> slower = modes.stream().filter(m -> m.medianUs() >= MIN_MODE_RATIO * main.medianUs()).toList();
+        double depth = w.depth();
+        double ratio = Double.isNaN(depth) ? MIN_MODE_RATIO : Math.max(MIN_MODE_RATIO, depth);
+        List<Mode> slower = modes.stream().filter(m -> m.medianUs() >= ratio * main.medianUs()).toList();
         if (slower.isEmpty()) {
             return Optional.empty();
         }

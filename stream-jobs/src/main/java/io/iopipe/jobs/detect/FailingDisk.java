@@ -82,14 +82,17 @@ public final class FailingDisk {
 
     /**
      * A rotational disk serves one I/O at a time, so busy time per I/O (svctm) is its
-     * service time. Flash serves many at once, so svctm understates; its median device
-     * time stands in, which at a shallow queue is close to the service time.
+     * service time. Its device times are no stand-in: they hold the wait in the drive's
+     * own queue too (a burst of writes served in turn), which only the window's diskstats
+     * tell from service, so without enough of them (a burst's diskstats counted in the next
+     * window) it has none. Flash serves many at once, so svctm understates; its median
+     * device time stands in, which at a shallow queue is close to the service time.
      */
     static double serviceMs(DiskWindow w) {
-        if (w.rotational() && w.iostatCompleted() >= MIN_IOS) {
+        if (w.rotational()) {
             // Service is part of each I/O's time: svctm above await means the counters
             // disagree (busy time from I/Os the window did not complete), and await bounds it.
-            return Math.min(w.serviceMs(), w.awaitMs());
+            return w.iostatCompleted() >= MIN_IOS ? Math.min(w.serviceMs(), w.awaitMs()) : 0;
         }
         Log2Histogram device = w.deviceAllOps();
         return device.count >= MIN_IOS ? device.quantileUs(0.5) / 1000 : 0;

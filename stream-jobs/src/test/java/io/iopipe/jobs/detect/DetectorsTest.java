@@ -84,6 +84,19 @@ class DetectorsTest {
         assertTrue(interleaved.contains("bimodal_retries warning"), interleaved.toString());
     }
 
+    @Test
+    void aSlowerModeTheQueueReachesIsWaitingNotRetries() throws Exception {
+        // 97% at 8-16 ms and 3% at 32-64 ms, interleaved second by second: retries at no
+        // depth; at 16 in flight on average, waiting behind the others reaches that far.
+        long[] mixed = buckets(Log2Histogram.bucketOf(40_000), 7);
+        mixed[Log2Histogram.bucketOf(10_000)] = 250;
+        DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
+        assertTrue(verdicts(w, new DiskHistory()).contains("bimodal_retries warning"));
+        w.iostat.weightedIoTimeMs = 16 * w.iostat.intervalNs / 1_000_000;
+        assertEquals(16, w.depth(), 1e-9);
+        assertEquals(List.of(), verdicts(w, new DiskHistory()));
+    }
+
     private static long[] buckets(int bucket, long count) {
         long[] b = new long[bucket + 1];
         b[bucket] = count;
@@ -123,6 +136,26 @@ class DetectorsTest {
         }
         disk.submit("R", 4096, BURST_START_NS + 3_000_000_000L, 6);
         assertEquals(List.of("queue_ramp info"), verdicts(disk.window(), new DiskHistory()));
+    }
+
+    @Test
+    void aBurstWhoseDiskstatsFellInTheNextWindowIsNoFailure() throws Exception {
+        // 11 writes at once, served in turn in 19 ms each: device times ramp to 209 ms. The
+        // agent's diskstats reading fell inside the burst, so this window's diskstats hold
+        // none of it: nothing says the queue was shallow, nor what the service time was.
+        SerialDisk disk = new SerialDisk("sdi", true);
+        for (int i = 0; i < 11; i++) {
+            disk.submit("W", 8192, BURST_START_NS + i * 100_000L, 19);
+        }
+        DiskWindow w = disk.window();
+        w.iostat.writesCompleted = 0;
+        w.iostat.writeTimeMs = 0;
+        w.iostat.weightedIoTimeMs = 0;
+        w.iostat.ioTimeMs = 0;
+        w.iostat.sectorsWritten = 0;
+        assertTrue(w.deviceAllOps().quantileUs(0.5) > FailingDisk.ROTATIONAL_CEILING_MS * 1000);
+        List<String> found = verdicts(w, new DiskHistory());
+        assertTrue(found.stream().noneMatch(v -> v.startsWith("failing_disk")), found.toString());
     }
 
     @Test
