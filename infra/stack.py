@@ -574,7 +574,7 @@ def cluster_down(cluster=None):
 def upgrade_job(ports=Ports()):
     """Runs the job jar as built now in place of the running job, carrying its state over:
     stop with a savepoint, then start from it. With no job running, starts from the newest
-    checkpoint a cancelled or failed job left."""
+    checkpoint a cancelled or failed job left. Returns the new job's id."""
     job_id = running_job(ports)
     if job_id:
         say(f"stopping job {job_id} with a savepoint")
@@ -582,7 +582,7 @@ def upgrade_job(ports=Ports()):
     else:
         restore_from = newest_retained_checkpoint(ports)
     say(f"starting the live job from {restore_from}")
-    print(submit_live_job(ports, restore_from=restore_from))
+    return submit_live_job(ports, restore_from=restore_from)
 
 
 def newest_retained_checkpoint(ports):
@@ -601,7 +601,7 @@ def main(argv):
         "up": up,
         "down": down,
         "submit-job": lambda: print(submit_live_job(Ports())),
-        "upgrade-job": upgrade_job,
+        "upgrade-job": lambda: print(upgrade_job()),
         "cluster-up": cluster_up,
         "cluster-down": cluster_down,
     }

@@ -45,9 +45,12 @@ def test_checkpoints_go_to_rocksdb_and_the_shared_directory_and_outlive_a_cancel
         stack.cancel_job(ports, job)
 
 
-def test_a_cancelled_job_restored_from_its_checkpoint_keeps_a_failing_disks_one_ticket(kafka_and_flink):
+@pytest.mark.parametrize("carried_by", ["checkpoint", "savepoint"])
+def test_a_job_restored_keeps_a_failing_disks_one_ticket(kafka_and_flink, carried_by):
+    """By the checkpoint a cancelled job left, or by `make upgrade-job`: a savepoint, the jar
+    uploaded anew and run from it."""
     ports = kafka_and_flink
-    host = f"restore-{uuid.uuid4().hex[:8]}"
+    host = f"restore-{carried_by}-{uuid.uuid4().hex[:8]}"
     records = sorted(scenarios.dusty_disk(random.Random(3), host, "sdb", SECONDS), key=scenarios.time_of)
     restore_at_ns = scenarios.START_NS + RESTORE_AFTER_S * scenarios.SECOND_NS
     first_run = [r for r in records if scenarios.time_of(r) < restore_at_ns]
@@ -58,13 +61,21 @@ def test_a_cancelled_job_restored_from_its_checkpoint_keeps_a_failing_disks_one_
     opened = stack.wait_for("the failing disk's ticket", timeout_s=120,
                             check=lambda: ticket_actions(ports.brokers, host))
     assert [action for action, _, _ in opened] == ["open"], opened
-    checkpoint = stack.checkpoint_after(ports, job)
-    stack.cancel_job(ports, job)
-
-    restored = stack.submit_live_job(ports, restore_from=checkpoint)
+    if carried_by == "checkpoint":
+        carrier = stack.checkpoint_after(ports, job)
+        stack.cancel_job(ports, job)
+        restored = stack.submit_live_job(ports, restore_from=carrier)
+    else:
+        restored = stack.upgrade_job(ports)
     try:
         counts = stack.http_json(f"{ports.flink_url}/jobs/{restored}/checkpoints")
-        assert counts["counts"]["restored"] == 1 and counts["latest"]["restored"]["external_path"] == checkpoint, counts
+        restored_from = counts["latest"]["restored"]["external_path"]
+        assert counts["counts"]["restored"] == 1, counts
+        # (Flink's is_savepoint is true for any path a job is started from, so ask the path.)
+        if carried_by == "checkpoint":
+            assert restored_from == carrier, counts
+        else:
+            assert "/savepoint-" in restored_from, counts
         produce(ports.brokers, second_run)
         last_window_end = scenarios.START_NS + (SECONDS - WINDOW_S) * scenarios.SECOND_NS
         stack.wait_for("the second run's windows", timeout_s=120, check=lambda: any(
