@@ -137,8 +137,8 @@ public final class FailingDisk {
         return Math.max(fromEvents, fromHistogram);
     }
 
-    /** Whether a window's service time is ordinary enough to teach the disk's baseline. */
+    /** Whether a window tells the disk's service time (serviceMs), to teach its baseline. */
     static boolean teachesBaseline(DiskWindow w) {
-        return w.iostatCompleted() >= MIN_IOS || w.deviceAllOps().count >= MIN_IOS;
+        return w.rotational() ? w.iostatCompleted() >= MIN_IOS : w.deviceAllOps().count >= MIN_IOS;
     }
 }

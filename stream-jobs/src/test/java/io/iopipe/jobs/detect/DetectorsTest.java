@@ -156,6 +156,7 @@ class DetectorsTest {
         assertTrue(w.deviceAllOps().quantileUs(0.5) > FailingDisk.ROTATIONAL_CEILING_MS * 1000);
         List<String> found = verdicts(w, new DiskHistory());
         assertTrue(found.stream().noneMatch(v -> v.startsWith("failing_disk")), found.toString());
+        assertTrue(!FailingDisk.teachesBaseline(w), "a window without a service time teaches the baseline nothing");
     }
 
     @Test
