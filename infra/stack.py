@@ -42,6 +42,7 @@ CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordin
                     "flink-jobmanager-1", "flink-jobmanager-2", "flink-taskmanager-1", "flink-taskmanager-2",
                     "clickhouse-1", "clickhouse-2")
 CLICKHOUSE_CLUSTER = "iopipe"  # the replicas' <remote_servers> name (infra/clickhouse/start-clickhouse.sh)
+CLICKHOUSE_REPLICAS = (1, 2)  # compose.cluster.yaml's clickhouse-1 and clickhouse-2
 JOB_JAR = REPO / "stream-jobs" / "target" / "iopipe-stream-jobs.jar"
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
 FLINK_VERSION = "2.3.0"
@@ -389,7 +390,7 @@ def wait_until_ready(ports, containers):
             wait_for(f"{service} topics", alive_and(lambda c=container: container_log_contains(c, "iopipe: topics ready")))
     if "clickhouse" in containers:
         wait_for("ClickHouse", alive_and(lambda: clickhouse_answers(ports)))
-    for replica in (1, 2):
+    for replica in CLICKHOUSE_REPLICAS:
         if f"clickhouse-{replica}" in containers:
             wait_for(f"ClickHouse replica {replica}", alive_and(lambda r=replica: clickhouse_answers(ports.of_clickhouse_replica(r))))
     taskmanagers = sum(service.startswith("flink-taskmanager") for service in containers)
@@ -484,7 +485,7 @@ def migrate_clickhouse(ports, users, clickhouse_cluster=None):
     if not clickhouse_cluster:
         Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
         return
-    for replica in (1, 2):
+    for replica in CLICKHOUSE_REPLICAS:
         say(f"ClickHouse replica {replica}")
         Migrator(users.client(ports.of_clickhouse_replica(replica), "admin"), kafka_brokers=ports.brokers, log=say,
                  cluster=clickhouse_cluster).up()

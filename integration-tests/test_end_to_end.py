@@ -23,6 +23,7 @@ import stack
 
 sys.path.insert(0, str(stack.REPO / "schema" / "queries"))
 import cookbook  # noqa: E402
+import tracing_agent  # noqa: E402
 from end_to_end import SCENARIOS, Run, play_together, scenario_disk  # noqa: E402
 from kafka_records import consume_host  # noqa: E402
 
@@ -124,7 +125,7 @@ def fleet(pipeline, agent_bin):
 def agent_tracing(agent, log):
     if agent.poll() is not None:
         pytest.fail(f"the agent exited with {agent.returncode}: {log.read_text()}")
-    return "tracing block I/O" in log.read_text()
+    return tracing_agent.ATTACHED in log.read_text()
 
 
 def times_to_detect(fleet, run):

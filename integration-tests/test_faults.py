@@ -105,7 +105,7 @@ class DustyDisk:
         observed = {}
 
         def stored():
-            for replica in (1, 2):
+            for replica in stack.CLICKHOUSE_REPLICAS:
                 reader = self.cluster.users.client(self.cluster.ports.of_clickhouse_replica(replica), "reader")
                 for db in ("iopipe", "iopipe_all"):
                     observed[replica, db] = (
@@ -245,7 +245,7 @@ def test_clickhouse_replicas_stopped_lose_nothing(cluster):
     minutes: the records wait in Kafka, read from the offsets the replicas committed."""
     disk = DustyDisk(cluster, "clickhouse-away")
     disk.send_until(40)
-    replicas = [cluster.container(f"clickhouse-{replica}") for replica in (1, 2)]
+    replicas = [cluster.container(f"clickhouse-{replica}") for replica in stack.CLICKHOUSE_REPLICAS]
     for stopped, sent_until in ((replicas[:1], 80), (replicas, 120)):
         subprocess.run(["docker", "stop", *stopped], check=True, capture_output=True)
         try:
@@ -254,7 +254,7 @@ def test_clickhouse_replicas_stopped_lose_nothing(cluster):
             time.sleep(max(0.0, 120 - (time.monotonic() - away_since)))
         finally:
             subprocess.run(["docker", "start", *stopped], check=True, capture_output=True)
-        for replica in (1, 2):
+        for replica in stack.CLICKHOUSE_REPLICAS:
             stack.wait_for(f"ClickHouse replica {replica}", lambda r=replica: stack.clickhouse_answers(
                 cluster.ports.of_clickhouse_replica(r)))
     disk.assert_judged_once_and_counted_exactly(clickhouse_restarted=True)

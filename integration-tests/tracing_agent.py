@@ -5,6 +5,9 @@ import subprocess
 import threading
 import time
 
+# What the agent prints on stderr once its programs are attached (agent/src/tracer.rs).
+ATTACHED = "tracing block I/O"
+
 
 class TracingAgent:
     def __init__(self, agent_bin, *args, interval_ms=300):
@@ -26,7 +29,7 @@ class TracingAgent:
     def _read_stderr(self):
         for line in self.process.stderr:
             self.stderr_lines.append(line)
-            if "tracing block I/O" in line:
+            if ATTACHED in line:
                 self.attached.set()
 
     def _read_stdout(self):
