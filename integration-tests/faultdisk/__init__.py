@@ -125,15 +125,22 @@ BLOCK = 4096
 
 def timed_direct_reads(device, count, first_block=0, stride=7):
     """Reads `count` 4 KiB blocks with O_DIRECT, one at a time; returns each read's ms."""
+    return [(returned - started) / 1e6 for started, returned in direct_read_spans(device, count, first_block, stride)]
+
+
+def direct_read_spans(device, count, first_block=0, stride=7):
+    """Reads `count` 4 KiB blocks with O_DIRECT, one at a time; returns each read's
+    (submitted, returned) on CLOCK_MONOTONIC, the clock the kernel's tracepoints read:
+    the kernel completed each read somewhere within its span."""
     buffer = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT wants
     fd = os.open(device, os.O_RDONLY | os.O_DIRECT)
     try:
-        latencies = []
+        spans = []
         for i in range(count):
-            started = time.perf_counter_ns()
+            started = time.monotonic_ns()
             os.preadv(fd, [buffer], (first_block + i * stride) % 4096 * BLOCK)
-            latencies.append((time.perf_counter_ns() - started) / 1e6)
-        return latencies
+            spans.append((started, time.monotonic_ns()))
+        return spans
     finally:
         os.close(fd)
 
