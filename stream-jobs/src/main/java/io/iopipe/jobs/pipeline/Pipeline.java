@@ -5,6 +5,7 @@ import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -30,7 +31,7 @@ public final class Pipeline {
     static final OutputTag<DiskRecord> LATE_RECORDS = new OutputTag<>("late-records") {};
     private static final Set<String> KNOWN_RECORDS = Set.of(
             "io.event.v1", "io.hist.v1", "io.diskstats.v1", "io.window.v1",
-            "io.anomaly.v1", "io.health.v1", "io.deadletter.v1", "io.agent.v1");
+            "io.anomaly.v1", "io.health.v1", "io.deadletter.v1", "io.agent.v1", "io.latency.v1");
 
     /** Tunables; defaults are what the live job runs with. */
     public static final class Config implements Serializable {
@@ -47,6 +48,8 @@ public final class Pipeline {
         /** A disk silent this long on the wall clock has its open windows closed. */
         public Duration diskIdleness = Duration.ofMinutes(1);
         public Duration diskForgottenAfter = Duration.ofMinutes(10);
+        /** The latency rollups' periods (io.latency.v1), summed from the windows of the shortest, which must be one of windowSeconds. */
+        public List<Integer> latencyPeriodSeconds = LatencyPeriods.seconds();
     }
 
     private Pipeline() {}
@@ -61,6 +64,11 @@ public final class Pipeline {
                 throw new IllegalArgumentException("window lengths " + config.windowSeconds
                         + ": each must be a positive multiple of the first, which the others are rolled up from");
             }
+        }
+        int rollupWindow = config.latencyPeriodSeconds.get(0);
+        if (!config.windowSeconds.contains(rollupWindow)) {
+            throw new IllegalArgumentException("latency rollups over " + config.latencyPeriodSeconds + " s are summed from "
+                    + rollupWindow + " s windows: add " + rollupWindow + " to the window lengths " + config.windowSeconds);
         }
         // Chained operators hand records on without copying them: every function here makes
         // new objects for what it emits and never changes what it receives.
@@ -93,14 +101,28 @@ public final class Pipeline {
                 windows.keyBy(DiskWindow::key)
                         .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
                         .name("detectors").uid("detectors"));
+        if (base == rollupWindow) {
+            out = out.union(latencyRollups(windows, config));
+        }
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
             SingleOutputStreamOperator<DiskWindow> longer = windows
                     .keyBy(DiskWindow::key)
                     .process(new RollUpWindows(seconds, config.diskIdleness.toMillis()))
                     .name(seconds + "s windows").uid("windows-" + seconds + "s");
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
+            if (seconds == rollupWindow) {
+                out = out.union(latencyRollups(longer, config));
+            }
         }
         return out;
+    }
+
+    private static DataStream<OutputRecord> latencyRollups(DataStream<DiskWindow> windows, Config config) {
+        SingleOutputStreamOperator<OutputRecord> rollups = windows
+                .keyBy(DiskWindow::key)
+                .process(new LatencyRollups(config.latencyPeriodSeconds, config.diskForgottenAfter.toMillis()))
+                .name("latency rollups").uid("latency-rollups");
+        return rollups.union(rollups.getSideOutput(DEAD_LETTERS));
     }
 
     private static DataStream<OutputRecord> records(DataStream<DiskWindow> windows, int seconds) {
