@@ -7,7 +7,9 @@ import io.iopipe.jobs.io.KafkaIo;
 import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.iostat.IostatWindow;
 import io.iopipe.jobs.records.DeadLetters;
+import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.pipeline.LatencySpan;
 import io.iopipe.jobs.pipeline.DiskRecord;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.pipeline.DiskClock;
@@ -202,16 +204,17 @@ public final class StreamBenchmark {
         }
     }
 
-    record StateBytes(long detector, long windows, long clocks, long lastSample) {
+    record StateBytes(long detector, long windows, long clocks, long lastSample, long rollups) {
         long total() {
-            return detector + windows + clocks + lastSample;
+            return detector + windows + clocks + lastSample + rollups;
         }
     }
 
     /**
      * The keyed state of one disk once its detectors have learnt their baselines: its
      * detector history, its open 10 s and 1 min windows, the two window operators' disk
-     * clocks, and its last diskstats sample, each as the job's state serializers write it.
+     * clocks, its last diskstats sample and its open latency rollups (a minute, an hour,
+     * a day), each as the job's state serializers write it.
      */
     static StateBytes stateBytesPerDisk(int seconds) throws Exception {
         TreeMap<Long, List<DiskRecord>> byWindow = new TreeMap<>();
@@ -239,8 +242,11 @@ public final class StreamBenchmark {
             last = w;
         }
         long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute);
+        LatencySpan span = new LatencySpan("host-00000", "sdb", minute.startNs);
+        span.absorb(minute.ops);
+        long rollups = LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
         return new StateBytes(serializedBytes(DiskHistory.class, history), windows,
-                2 * serializedBytes(DiskClock.class, new DiskClock()), serializedBytes(DiskstatsSample.class, previous[0]));
+                2 * serializedBytes(DiskClock.class, new DiskClock()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
     }
 
     /** A window open over `records`, with the identities it keeps to merge a resend once. */
@@ -293,7 +299,8 @@ public final class StreamBenchmark {
                         + "(per disk and second one io.diskstats.v1 and io.hist.v1 device, queue and total for reads and writes; "
                         + "HDDs, SATA SSDs and NVMe in equal numbers) in one topic of " + PARTITIONS + " partitions. "
                         + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then with the live job's graph "
-                        + "(decode, diskstats deltas, 10 s and 1 min windows on each disk's clock, detectors) as a bounded source. Medians over rounds.",
+                        + "(decode, diskstats deltas, 10 s and 1 min windows on each disk's clock, detectors, latency rollups) as a bounded source. "
+                        + "Medians over rounds.",
                 "",
                 "| reader | records/s | records/s per core | vs plain consumer |",
                 "|---|---|---|---|",
@@ -302,8 +309,9 @@ public final class StreamBenchmark {
                         jobMedian / plainMedian),
                 "",
                 String.format("Keyed state per disk, as the job's serializers write it: %,d bytes (detector history %,d, its open "
-                        + "10 s and 1 min windows %,d, the windows' disk clocks %,d, last diskstats sample %,d).", state.total(),
-                        state.detector(), state.windows(), state.clocks(), state.lastSample()),
+                        + "10 s and 1 min windows %,d, the windows' disk clocks %,d, last diskstats sample %,d, open latency "
+                        + "rollups of the minute, hour and day %,d).", state.total(),
+                        state.detector(), state.windows(), state.clocks(), state.lastSample(), state.rollups()),
                 "",
                 "Per core: records/s divided by the machine's CPUs; the job and Kafka share them. Goal: >= 100k records/s per core.",
                 "",

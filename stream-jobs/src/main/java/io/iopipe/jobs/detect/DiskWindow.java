@@ -33,6 +33,8 @@ public class DiskWindow {
     public long eventsOverCap;
     /** Identities of the records folded in while the window is open: a resent one is merged once. */
     public Set<Long> seen = new HashSet<>();
+    /** The last window its disk sent before it fell silent: no more of the disk is coming for now. */
+    public boolean lastBeforeSilence;
 
     public String key() {
         return host + "/" + disk;

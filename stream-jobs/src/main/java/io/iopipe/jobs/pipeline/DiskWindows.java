@@ -94,7 +94,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, nowMs);
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
-            closeUpTo(watermark, ctx, out);
+            closeUpTo(watermark, false, ctx, out);
         }
         clock.update(c);
     }
@@ -109,8 +109,11 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         return c == null ? new DiskClock() : c;
     }
 
-    /** Emits, in time order, every open window that ends at or before `clock`. */
-    private void closeUpTo(long clock, Context ctx, Collector<DiskWindow> out) throws Exception {
+    /**
+     * Emits, in time order, every open window that ends at or before `clock`; with
+     * `silent`, the last of them says its disk fell silent after it.
+     */
+    private void closeUpTo(long clock, boolean silent, Context ctx, Collector<DiskWindow> out) throws Exception {
         List<Long> due = new ArrayList<>();
         for (Long startMs : open.keys()) {
             if (startMs + lengthMs <= clock) {
@@ -120,7 +123,9 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         due.sort(null);
         for (long startMs : due) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
-            out.collect(stamped(open.get(startMs), startMs));
+            DiskWindow w = stamped(open.get(startMs), startMs);
+            w.lastBeforeSilence = silent && startMs == due.get(due.size() - 1);
+            out.collect(w);
             open.remove(startMs);
         }
     }
@@ -136,7 +141,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
-            closeUpTo(timestamp + 1, ctx, out);
+            closeUpTo(timestamp + 1, false, ctx, out);
             return;
         }
         DiskClock c = clock();
@@ -149,7 +154,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
                 lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
             }
             c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
-            closeUpTo(lastEndMs, ctx, out);
+            closeUpTo(lastEndMs, true, ctx, out);
             closedIdle.inc();
         } else if (!open.isEmpty()) {
             advance(c, timestamp, ctx, out);

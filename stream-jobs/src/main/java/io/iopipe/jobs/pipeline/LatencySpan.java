@@ -8,39 +8,51 @@ import java.util.TreeMap;
 
 /** One disk's kernel latency histograms per op over one rollup period, and how many 1 min windows they sum. */
 public class LatencySpan {
+    public String host;
+    public String disk;
     public long startNs;
     public int revision;
-    public Map<String, OpLatency> ops = new TreeMap<>();
+    public Map<String, KernelLatency> ops = new TreeMap<>();
+
+    /** An op's three kernel histograms and its errors: what a rollup keeps of a window's {@link OpLatency}. */
+    public static class KernelLatency {
+        public Log2Histogram device = new Log2Histogram();
+        public Log2Histogram queue = new Log2Histogram();
+        public Log2Histogram total = new Log2Histogram();
+        public long errors;
+
+        /** The histogram of one latency kind ("device", "queue", "total"). */
+        Log2Histogram kind(String latency) {
+            return switch (latency) {
+                case "device" -> device;
+                case "queue" -> queue;
+                case "total" -> total;
+                default -> throw new IllegalArgumentException("no latency kind " + latency);
+            };
+        }
+    }
 
     public LatencySpan() {}
 
-    LatencySpan(long startNs) {
+    public LatencySpan(String host, String disk, long startNs) {
+        this.host = host;
+        this.disk = disk;
         this.startNs = startNs;
     }
 
     /** Adds the kernel's histograms of each op of a window; the events' stand-ins are no kernel count and stay out. */
-    void absorb(Map<String, OpLatency> windowOps) {
+    public void absorb(Map<String, OpLatency> windowOps) {
         for (Map.Entry<String, OpLatency> e : windowOps.entrySet()) {
             OpLatency window = e.getValue();
             if (!window.hasKernelHistograms()) {
                 continue;
             }
-            OpLatency op = ops.computeIfAbsent(e.getKey(), k -> new OpLatency());
+            KernelLatency op = ops.computeIfAbsent(e.getKey(), k -> new KernelLatency());
             op.device.merge(window.device);
             op.queue.merge(window.queue);
             op.total.merge(window.total);
             op.errors = Saturating.add(op.errors, window.errors);
         }
         revision++;
-    }
-
-    /** The histogram of one latency kind ("device", "queue", "total") of an op. */
-    static Log2Histogram kind(OpLatency op, String latency) {
-        return switch (latency) {
-            case "device" -> op.device;
-            case "queue" -> op.queue;
-            case "total" -> op.total;
-            default -> throw new IllegalArgumentException("no latency kind " + latency);
-        };
     }
 }

@@ -48,7 +48,7 @@ public final class Pipeline {
         /** A disk silent this long on the wall clock has its open windows closed. */
         public Duration diskIdleness = Duration.ofMinutes(1);
         public Duration diskForgottenAfter = Duration.ofMinutes(10);
-        /** The latency rollups' periods (io.latency.v1), summed from the windows of the shortest, which must be one of windowSeconds. */
+        /** The latency rollups' periods (io.latency.v1), shortest first: each a multiple of the first window length. */
         public List<Integer> latencyPeriodSeconds = LatencyPeriods.seconds();
     }
 
@@ -65,10 +65,11 @@ public final class Pipeline {
                         + ": each must be a positive multiple of the first, which the others are rolled up from");
             }
         }
-        int rollupWindow = config.latencyPeriodSeconds.get(0);
-        if (!config.windowSeconds.contains(rollupWindow)) {
-            throw new IllegalArgumentException("latency rollups over " + config.latencyPeriodSeconds + " s are summed from "
-                    + rollupWindow + " s windows: add " + rollupWindow + " to the window lengths " + config.windowSeconds);
+        for (int seconds : config.latencyPeriodSeconds) {
+            if (seconds <= 0 || seconds % config.windowSeconds.get(0) != 0) {
+                throw new IllegalArgumentException("latency rollups over " + config.latencyPeriodSeconds + " s: each must be "
+                        + "a positive multiple of the first window length, " + config.windowSeconds.get(0) + " s, they are summed from");
+            }
         }
         // Chained operators hand records on without copying them: every function here makes
         // new objects for what it emits and never changes what it receives.
@@ -100,19 +101,14 @@ public final class Pipeline {
                         .name("late records").uid("late-records"),
                 windows.keyBy(DiskWindow::key)
                         .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
-                        .name("detectors").uid("detectors"));
-        if (base == rollupWindow) {
-            out = out.union(latencyRollups(windows, config));
-        }
+                        .name("detectors").uid("detectors"),
+                latencyRollups(windows, config));
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
             SingleOutputStreamOperator<DiskWindow> longer = windows
                     .keyBy(DiskWindow::key)
                     .process(new RollUpWindows(seconds, config.diskIdleness.toMillis()))
                     .name(seconds + "s windows").uid("windows-" + seconds + "s");
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
-            if (seconds == rollupWindow) {
-                out = out.union(latencyRollups(longer, config));
-            }
         }
         return out;
     }

@@ -141,11 +141,21 @@ class DiskWindowsTest {
     }
 
     @Test
+    void theLastWindowBeforeASilenceSaysSo() throws Exception {
+        feed(reads("web-1", T0_MS + 5 * SECOND_MS, 3));
+        feed(reads("web-1", T0_MS + 14 * SECOND_MS, 4));
+        harness.setProcessingTime(config.diskIdleness.toMillis());
+        assertEquals(List.of("web-1/sdb@0s:3", "web-1/sdb@10s:4"), windows());
+        assertEquals(List.of(false, true), harness.extractOutputValues().stream().map(w -> w.lastBeforeSilence).toList());
+    }
+
+    @Test
     void theEndOfABoundedInputClosesEveryWindowInOrder() throws Exception {
         feed(reads("web-1", T0_MS + 12 * SECOND_MS, 4));
         feed(reads("web-1", T0_MS + 9 * SECOND_MS, 5));
         harness.processWatermark(new Watermark(Long.MAX_VALUE));
         assertEquals(List.of("web-1/sdb@0s:5", "web-1/sdb@10s:4"), windows());
+        assertTrue(harness.extractOutputValues().stream().noneMatch(w -> w.lastBeforeSilence), "an end is no silence");
     }
 
     @Test

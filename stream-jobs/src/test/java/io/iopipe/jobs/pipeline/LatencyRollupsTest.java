@@ -12,6 +12,7 @@ import io.iopipe.jobs.testing.SchemaFiles;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.AfterEach;
@@ -22,6 +23,7 @@ class LatencyRollupsTest {
     /** 2025-11-21 00:00:00 UTC: a day, an hour and a minute start here. */
     static final long DAY_NS = 1_763_683_200_000_000_000L;
     static final long MINUTE_NS = 60_000_000_000L;
+    static final long TEN_S_NS = 10_000_000_000L;
     static final long FORGET_MS = 600_000L;
 
     private KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, OutputRecord> harness;
@@ -39,18 +41,36 @@ class LatencyRollupsTest {
         harness.close();
     }
 
-    /** One disk's 1 min window `minute` minutes into the day: `reads` kernel-counted reads of 6 ms, `errors` of them failed. */
-    private void minute(long minute, long reads, long errors) throws Exception {
-        DiskWindow w = new DiskWindow();
-        w.host = "web-1";
-        w.disk = "sdb";
-        w.startNs = DAY_NS + minute * MINUTE_NS;
-        w.endNs = w.startNs + MINUTE_NS;
-        w.windowSeconds = 60;
+    /** One disk's `index`-th 10 s window of the day: `reads` kernel-counted reads of 6 ms, `errors` of them failed. */
+    private void tenSeconds(long index, long reads, long errors) throws Exception {
+        send(withReads(window(index), reads, errors));
+    }
+
+    /** The last 10 s window of minute `minute` of the day. */
+    private void lastOfMinute(long minute, long reads) throws Exception {
+        tenSeconds(minute * 6 + 5, reads, 0);
+    }
+
+    private static DiskWindow withReads(DiskWindow w, long reads, long errors) {
         w.op("R").addDeviceInterval(new long[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, reads}, reads, reads * 6_000, 6_000);
         w.op("R").queue.add(30, reads);
         w.op("R").total.add(6_030, reads);
         w.op("R").errors = errors;
+        return w;
+    }
+
+    /** One disk's empty `index`-th 10 s window of the day. */
+    private static DiskWindow window(long index) {
+        DiskWindow w = new DiskWindow();
+        w.host = "web-1";
+        w.disk = "sdb";
+        w.startNs = DAY_NS + index * TEN_S_NS;
+        w.endNs = w.startNs + TEN_S_NS;
+        w.windowSeconds = 10;
+        return w;
+    }
+
+    private void send(DiskWindow w) throws Exception {
         harness.processElement(new StreamRecord<>(w, w.endNs / 1_000_000L));
     }
 
@@ -73,11 +93,17 @@ class LatencyRollupsTest {
     }
 
     @Test
-    void eachWindowSendsItsMinuteAndTheHourAndDaySoFar() throws Exception {
-        minute(0, 10, 1);
-        minute(1, 20, 0);
-        assertEquals(List.of("60@0 r1:10/1", "3600@0 r1:10/1", "86400@0 r1:10/1",
-                "60@1 r1:20/0", "3600@0 r2:30/1", "86400@0 r2:30/1"), deviceRollups());
+    void eachMinuteSendsItselfAndTheHourAndDaySoFarWhenItCloses() throws Exception {
+        for (int i = 0; i < 5; i++) {
+            tenSeconds(i, 10, 0);
+        }
+        assertEquals(List.of(), deviceRollups(), "the minute is still open");
+        tenSeconds(5, 10, 1);
+        for (int i = 6; i < 12; i++) {
+            tenSeconds(i, 20, 0);
+        }
+        assertEquals(List.of("60@0 r6:60/1", "3600@0 r6:60/1", "86400@0 r6:60/1",
+                "60@1 r6:120/0", "3600@0 r12:180/1", "86400@0 r12:180/1"), deviceRollups());
         for (JsonNode r : sent()) {
             assertEquals(List.of(), List.copyOf(SchemaFiles.violations(LatencyPeriods.SCHEMA, r.toString())), r.toString());
         }
@@ -85,28 +111,43 @@ class LatencyRollupsTest {
     }
 
     @Test
+    void aWindowOfALaterMinuteClosesOneThatMissedItsLastAndTheEndOfTheInputClosesTheLast() throws Exception {
+        tenSeconds(0, 10, 0);
+        tenSeconds(1, 10, 0);
+        tenSeconds(7, 5, 0);
+        assertEquals(List.of("60@0 r2:20/0", "3600@0 r2:20/0", "86400@0 r2:20/0"), deviceRollups());
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("60@0 r2:20/0", "3600@0 r2:20/0", "86400@0 r2:20/0",
+                "60@1 r1:5/0", "3600@0 r3:25/0", "86400@0 r3:25/0"), deviceRollups());
+    }
+
+    @Test
+    void theLastWindowBeforeASilenceSendsItsMinuteAndMoreOfItLaterAddsUp() throws Exception {
+        DiskWindow beforeSilence = withReads(window(0), 10, 0);
+        beforeSilence.lastBeforeSilence = true;
+        send(beforeSilence);
+        assertEquals(List.of("60@0 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0"), deviceRollups(), "sent at once");
+        tenSeconds(4, 3, 0);
+        tenSeconds(5, 4, 0);
+        assertEquals(List.of("60@0 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0",
+                "60@0 r3:17/0", "3600@0 r3:17/0", "86400@0 r3:17/0"), deviceRollups(), "summed, not replaced");
+    }
+
+    @Test
     void aLaterHourStartsItsOwnAndTheDayGoesOn() throws Exception {
-        minute(59, 10, 0);
-        minute(60, 5, 0);
+        lastOfMinute(59, 10);
+        lastOfMinute(60, 5);
         assertEquals(List.of("60@59 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0",
                 "60@60 r1:5/0", "3600@60 r1:5/0", "86400@0 r2:15/0"), deviceRollups());
     }
 
     @Test
-    void aMinuteSentInTwoPartsIsSummedNotReplaced() throws Exception {
-        // The 1 min window of a disk that went quiet is closed early; the rest of its minute comes later.
-        minute(3, 10, 0);
-        minute(3, 4, 0);
-        assertEquals(List.of("60@3 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0",
-                "60@3 r2:14/0", "3600@0 r2:14/0", "86400@0 r2:14/0"), deviceRollups());
-    }
-
-    @Test
     void aWindowFromAPeriodAlreadyLeftIsADeadLetterNotACount() throws Exception {
-        minute(61, 10, 0);
-        minute(59, 7, 0);
+        lastOfMinute(61, 10);
+        lastOfMinute(59, 7);
         assertEquals(List.of("60@61 r1:10/0", "3600@60 r1:10/0", "86400@0 r1:10/0",
-                "86400@0 r2:17/0"), deviceRollups(), "the day is still open");
+                "60@61 r1:10/0", "3600@60 r1:10/0", "86400@0 r2:17/0"), deviceRollups(),
+                "the day still takes it; the minute and hour it left are sent again as they were");
         List<String> deadLetters = harness.getSideOutput(Pipeline.DEAD_LETTERS).stream().map(r -> r.getValue().json).toList();
         assertEquals(2, deadLetters.size(), deadLetters.toString());
         assertTrue(deadLetters.get(1).contains("its 3600 s latency rollup had moved on"), deadLetters.toString());
@@ -114,22 +155,19 @@ class LatencyRollupsTest {
 
     @Test
     void aDiskSilentLongEnoughIsForgotten() throws Exception {
-        minute(0, 10, 0);
+        lastOfMinute(0, 10);
+        lastOfMinute(1, 10);
+        assertEquals(1, harness.numEventTimeTimers(), "one timer per disk, at the end of its minute");
         harness.setProcessingTime(FORGET_MS);
         assertEquals(0, harness.numKeyedStateEntries());
-        assertEquals(0, harness.numProcessingTimeTimers());
+        assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers());
     }
 
     @Test
     void eventsStandInsAreNoKernelCount() throws Exception {
-        DiskWindow w = new DiskWindow();
-        w.host = "web-1";
-        w.disk = "sdb";
-        w.startNs = DAY_NS;
-        w.endNs = DAY_NS + MINUTE_NS;
-        w.windowSeconds = 60;
+        DiskWindow w = window(5);
         w.op("W").eventDevice.add(900, 4);
-        harness.processElement(new StreamRecord<>(w, w.endNs / 1_000_000L));
+        send(w);
         assertEquals(List.of(), sent());
     }
 }
