@@ -44,6 +44,7 @@ CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordin
 CLICKHOUSE_CLUSTER = "iopipe"  # the replicas' <remote_servers> name (infra/clickhouse/start-clickhouse.sh)
 CLICKHOUSE_REPLICAS = (1, 2)  # compose.cluster.yaml's clickhouse-1 and clickhouse-2
 JOB_JAR = REPO / "stream-jobs" / "target" / "iopipe-stream-jobs.jar"
+TOPICS = json.loads((REPO / "schema" / "topics.json").read_text())["topics"]
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
 FLINK_VERSION = "2.3.0"
 FLINK_WHEELS = {  # pip requirement -> what it brings
@@ -53,7 +54,11 @@ FLINK_WHEELS = {  # pip requirement -> what it brings
 SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
 
 sys.path.insert(0, str(REPO / "schema" / "clickhouse"))
-from migrate import ClickHouseHttp, Migrator  # noqa: E402
+from migrate import ClickHouseHttp, Migrator, kafka_tables_of  # noqa: E402
+
+# The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
+# Kafka tables of io.latency.v1 fill, each named after its table.
+LATENCY_ROLLUPS = tuple(table.removesuffix("_kafka") for table in kafka_tables_of("io.latency.v1"))
 
 
 def say(message):
@@ -238,8 +243,7 @@ def _kafka_context():
     context = _fresh_context("kafka")
     _maven_libs("kafka", context)
     _copy([INFRA / "kafka" / f for f in ("Dockerfile", "start-kafka.sh", "log4j2.properties")], context)
-    topics = json.loads((REPO / "schema" / "topics.json").read_text())["topics"]
-    (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in topics))
+    (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in TOPICS))
     return context
 
 
@@ -572,10 +576,30 @@ def cluster_down(cluster=None):
         (CACHE / "cluster.json").unlink(missing_ok=True)  # the next cluster is formatted anew
 
 
-def upgrade_job(ports=Ports()):
+def create_missing_topics(kafka_container):
+    """Creates the topics of schema/topics.json a running Kafka lacks, with as many copies
+    as it gives its own: it creates them only when it starts, and a job built since may
+    write to a topic added after (its sink would fail until the topic is there)."""
+    def in_kafka(*command):
+        return subprocess.run(["docker", "exec", kafka_container, *command], capture_output=True, text=True, check=True).stdout
+    port, replication = in_kafka("sh", "-c", "echo ${KAFKA_PORT:-9092} ${KAFKA_REPLICATION:-1}").split()
+    tool = ["java", "-Xmx256m", "-cp", "/opt/kafka/libs/*", "org.apache.kafka.tools.TopicCommand",
+            "--bootstrap-server", f"127.0.0.1:{port}"]
+    listed = set(in_kafka(*tool, "--list").split())
+    for topic in TOPICS:
+        if topic["name"] not in listed:
+            say(f"creating topic {topic['name']}, which Kafka started without")
+            in_kafka(*tool, "--create", "--if-not-exists", "--topic", topic["name"],
+                     "--partitions", str(topic["partitions"]), "--replication-factor", replication)
+
+
+def upgrade_job(ports=Ports(), kafka_container=None):
     """Runs the job jar as built now in place of the running job, carrying its state over:
     stop with a savepoint, then start from it. With no job running, starts from the newest
-    checkpoint a cancelled or failed job left. Returns the new job's id."""
+    checkpoint a cancelled or failed job left. `kafka_container`: first create there the
+    topics the new build may write to. Returns the new job's id."""
+    if kafka_container:
+        create_missing_topics(kafka_container)
     job_id = running_job(ports)
     if job_id:
         say(f"stopping job {job_id} with a savepoint")
@@ -602,7 +626,7 @@ def main(argv):
         "up": up,
         "down": down,
         "submit-job": lambda: print(submit_live_job(Ports())),
-        "upgrade-job": lambda: print(upgrade_job()),
+        "upgrade-job": lambda: print(upgrade_job(kafka_container=f"{COMPOSE_PROJECT}-kafka")),
         "cluster-up": cluster_up,
         "cluster-down": cluster_down,
     }

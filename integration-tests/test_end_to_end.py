@@ -28,8 +28,6 @@ from end_to_end import SCENARIOS, Run, play_together, scenario_disk  # noqa: E40
 from kafka_records import consume_host  # noqa: E402
 
 GROUPS = (("S1", "S2", "S3", "S4", "S5"), ("S6",))
-ROLLUP_PERIODS = tuple(json.loads((stack.REPO / "schema/records/io.latency.v1.schema.json").read_text())
-                       ["properties"]["period_s"]["enum"])
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "end-to-end.md"
 
 
@@ -80,25 +78,9 @@ class Fleet:
                 return False
         return True
 
-    def rolled_up_ios(self):
-        """Per disk and period length, the I/Os the job's latency rollups (io.latency.v1)
-        count: each period's record of the highest revision, as a store keeps it."""
-        latest = {}
-        for r in consume_host(self.pipeline.ports.brokers, "io.latency.v1", self.host):
-            if r["latency"] == "device" and r["op"] in ("R", "W"):
-                key = (r["disk"], r["op"], r["period_s"], r["period_start_ns"])
-                if key not in latest or r["revision"] > latest[key]["revision"]:
-                    latest[key] = r
-        totals = {}
-        for (disk, _, period_s, _), r in latest.items():
-            totals[disk, period_s] = totals.get((disk, period_s), 0) + r["count"]
-        return totals
-
     def rollups_complete(self, sent):
         """Once every disk is silent, the job closes its last minutes and sends their rollups."""
-        self.job_rollups = self.rolled_up_ios()
-        return all(sum(n for (_, seconds), n in self.job_rollups.items() if seconds == period) == sent
-                   for period in ROLLUP_PERIODS)
+        return all(sum(self.stored_ios(f"{table} FINAL", "sum(count)").values()) == sent for table in stack.LATENCY_ROLLUPS)
 
     def stored_ios(self, table, count):
         return {disk: int(n) for disk, n in self.rows(
@@ -140,8 +122,8 @@ def fleet(pipeline, agent_bin):
         sent = sum(h["count"] for h in fleet.agent_hists)
         stack.wait_for("every histogram stored", lambda: sum(fleet.stored_ios("histograms", "sum(count)").values()) == sent,
                        timeout_s=60)
-        # The disks fell silent with the agent: the job closes their windows after
-        # diskIdleness (1 min) for the 10 s ones, and as long again for the 1 min ones.
+        # The disks fell silent with the agent: the job closes their last windows once
+        # they have been silent for its diskIdleness (1 min), and sends their rollups.
         stack.wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
                        timeout_s=240)
         write_figures(fleet)
@@ -168,21 +150,21 @@ def accounting(fleet, run):
         "agent histograms": sum(h["count"] for h in fleet.agent_hists if h["disk"] == disk),
         "agent reported missing": fleet.untraced.get(disk, 0),
         "ClickHouse histograms": fleet.stored_ios("histograms", "sum(count)").get(disk, 0),
-        "ClickHouse latency_1m": fleet.stored_ios("latency_1m", "sumMerge(count)").get(disk, 0),
-        "job rollups": tuple(fleet.job_rollups.get((disk, period), 0) for period in ROLLUP_PERIODS),
+        "ClickHouse rollups": tuple(fleet.stored_ios(f"{table} FINAL", "sum(count)").get(disk, 0)
+                                    for table in stack.LATENCY_ROLLUPS),
     }
 
 
 def write_figures(fleet):
-    lines = ["| scenario | disk | verdicts (time to detect, s) | I/Os: workload = diskstats = agent (+ reported missing) = stored = 1 min rollup "
-             "= the job's 1 min / 1 h / 1 day rollups |",
+    lines = ["| scenario | disk | verdicts (time to detect, s) | I/Os: workload = diskstats = agent (+ reported missing) = stored "
+             "= rollups of a minute / an hour / a day |",
              "|---|---|---|---|"]
     for name, run in sorted(fleet.runs.items()):
         ttd = ", ".join(f"{kind} {severity} ({seconds:.0f})" for (kind, severity), seconds in times_to_detect(fleet, run).items())
         n = accounting(fleet, run)
         counts = (f"{n['workload issued']} = {n['kernel diskstats']} = {n['agent histograms']} "
-                  f"(+ {n['agent reported missing']}) = {n['ClickHouse histograms']} = {n['ClickHouse latency_1m']} "
-                  f"= {' / '.join(map(str, n['job rollups']))}")
+                  f"(+ {n['agent reported missing']}) = {n['ClickHouse histograms']} "
+                  f"= {' / '.join(map(str, n['ClickHouse rollups']))}")
         lines.append(f"| {name} {run.scenario.story} | {run.disk.name} | {ttd or 'none'} | {counts} |")
     FIGURES.parent.mkdir(parents=True, exist_ok=True)
     lines.append(f"\nagent: {fleet.agent_summary}")
@@ -224,8 +206,8 @@ def test_every_anomaly_is_stored_with_the_evidence_of_its_window(fleet):
 def test_every_io_the_agent_counted_is_stored_once(fleet, name):
     counts = accounting(fleet, fleet.runs[name])
     assert counts["workload issued"] == counts["kernel diskstats"] > 0, counts
-    assert counts["agent histograms"] == counts["ClickHouse histograms"] == counts["ClickHouse latency_1m"], counts
-    assert counts["job rollups"] == (counts["agent histograms"],) * len(ROLLUP_PERIODS), counts
+    assert counts["agent histograms"] == counts["ClickHouse histograms"], counts
+    assert counts["ClickHouse rollups"] == (counts["agent histograms"],) * len(stack.LATENCY_ROLLUPS), counts
     assert counts["agent histograms"] <= counts["kernel diskstats"], counts
 
 

@@ -23,7 +23,6 @@ import warehouse_fixture  # noqa: E402
 
 NS = 1_000_000_000
 DAY_S = 86400
-ROLLUPS = ("latency_1m", "latency_1h", "latency_1d")
 
 
 def count(client, table, where):
@@ -31,23 +30,26 @@ def count(client, table, where):
 
 
 def wait_until_stored(client, db, records, what):
-    """Waits until every record's table holds exactly as many rows (no FINAL: a duplicate
-    would show) of these hosts as were sent; returns the seconds it took."""
+    """Waits until every record's table holds exactly as many rows of these hosts as were
+    sent: without FINAL for the record tables (a duplicate would show), and for the
+    rollups with FINAL, their newest revisions, the I/Os those count and the sum of the
+    revisions (a record sent again at a lower revision may be merged away any time).
+    Returns the seconds it took."""
     hosts = sorted({r["host"] for r in records})
     where = "host IN (" + ", ".join(f"'{h}'" for h in hosts) + ")"
-    expected = Counter(warehouse_fixture.stored_table(r["schema"]) for r in records)
-    ios = sum(r["count"] for r in records if r["schema"] == "io.hist.v1")
+    want = warehouse_fixture.stored_once([r for r in records if r["schema"] == warehouse_fixture.ROLLUP])
+    want.update(Counter(warehouse_fixture.stored_table(r) for r in records if r["schema"] != warehouse_fixture.ROLLUP))
 
     def stored():
-        rows = {t: count(client, f"{db}.{t}", where) for t in expected}
-        # The views fill the rollups one after the other, after the histograms table.
-        rows.update({t: int(client.rows(f"SELECT sumMerge(count) FROM {db}.{t} WHERE {where}")[0][0])
-                     for t in ROLLUPS if ios})
-        return rows
-    want = {**expected, **{t: ios for t in ROLLUPS if ios}}
+        return {t: tuple(map(int, client.rows(f"SELECT count(), sum(count), sum(revision) FROM {db}.{t} FINAL "
+                                               f"WHERE {where}")[0]))
+                if isinstance(n, tuple) else count(client, f"{db}.{t}", where) for t, n in want.items()}
+
+    def reached(n, wanted):
+        return all(a >= b for a, b in zip(n, wanted)) if isinstance(n, tuple) else n >= wanted
     started = time.monotonic()
     try:
-        stack.wait_for(what, lambda: all(n >= want[t] for t, n in stored().items()), timeout_s=120)
+        stack.wait_for(what, lambda: all(reached(n, want[t]) for t, n in stored().items()), timeout_s=120)
     except TimeoutError:
         pytest.fail(f"{what}: rows per table {stored()}, sent {want}")
     took = time.monotonic() - started
@@ -78,25 +80,40 @@ def test_up_then_down_leaves_an_empty_server(warehouse):
     assert admin.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
 
 
-def test_tables_a_later_migration_adds_read_the_history_kafka_still_holds(warehouse):
-    """A warehouse migrated beside topics that already hold history, then upgraded to the
-    rollups while its histograms table keeps reading: each new table reads the topic with
-    a consumer group of its own from the start, so the rollups hold all of it. (Views
-    added to the histograms' Kafka table instead would see only what comes after.)"""
+def test_an_upgrade_keeps_the_rollups_history_and_its_new_tables_read_what_kafka_holds(warehouse):
+    """A warehouse whose rollups summed io.hist.v1 (0009), upgraded to the job's rollups
+    (0013): the sums so far move into the new tables as revision 0, and the new Kafka
+    tables read io.latency.v1 from its start with consumer groups of their own, so the
+    rollups the job sent before the upgrade are there too, each replacing its sum."""
     ports, users = warehouse
     admin = users.client(ports, "admin")
     fleet = warehouse_fixture.fleet(int(time.time()), f"up{uuid.uuid4().hex[:6]}")
-    produce(ports.brokers, fleet.records)
+    rollups = fleet.by_schema(warehouse_fixture.ROLLUP)
+    sent_before = [r for r in rollups if r["host"] == fleet.host_a]  # host b's come after the upgrade
+    produce(ports.brokers, [r for r in fleet.records if r["schema"] != warehouse_fixture.ROLLUP] + sent_before)
     db = f"upgrade_{uuid.uuid4().hex[:8]}"
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
-    rollups = next(m.version for m in migrate.discover() if m.name == "latency_rollups")
-    migrator.up(to_version=rollups - 1)
-    histograms = fleet.by_schema("io.hist.v1")
-    hosts = ", ".join(f"'{h}'" for h in {r["host"] for r in histograms})
-    stack.wait_for("the history in the histograms table", lambda: count(
-        admin, f"{db}.histograms", f"host IN ({hosts})") == len(histograms), timeout_s=120)
+    from_job = next(m.version for m in migrate.discover() if m.name == "latency_from_job")
+    migrator.up(to_version=from_job - 1)
+    ios_of = {host: sum(h["count"] for h in fleet.by_schema("io.hist.v1") if h["host"] == host)
+              for host in (fleet.host_a, fleet.host_b)}
+
+    def summed(table, host):
+        return int(admin.rows(f"SELECT sumMerge(count) FROM {db}.{table} WHERE host = '{host}'")[0][0])
+    stack.wait_for("0009's rollups summing the history", lambda: all(
+        summed(table, host) == ios for table in ("latency_1m", "latency_1h", "latency_1d") for host, ios in ios_of.items()),
+        timeout_s=120)
     migrator.up()
+    for table in stack.LATENCY_ROLLUPS:
+        moved = admin.rows(f"SELECT sum(count), max(revision) FROM {db}.{table} FINAL WHERE host = '{fleet.host_b}'")
+        assert moved == [(str(ios_of[fleet.host_b]), "0")], f"{table}: host b's history {moved}"
+    produce(ports.brokers, [r for r in rollups if r["host"] == fleet.host_b])
     wait_until_stored(admin, db, fleet.records, "the history in every table after the upgrade")
+    for table in stack.LATENCY_ROLLUPS:
+        sums = admin.rows(f"SELECT host, disk, op, period, revision, count FROM {db}.{table} FINAL "
+                          f"WHERE host LIKE '{fleet.host_a[:-2]}%' AND revision != 2")
+        assert not sums, f"{table}: sums the job's rollups did not replace: {sums}"
+    migrator.down()
 
 
 def test_retention_drops_only_the_partitions_past_it_on_the_18_16_server(warehouse, monkeypatch, capsys):
@@ -202,19 +219,23 @@ def test_a_steady_stream_is_stored_while_it_flows(migrated):
 
 
 def test_a_replayed_topic_is_stored_once(migrated):
+    """Every record delivered twice, the histograms and the rollups too: each table keeps
+    each record once, the rollups the newest revision of each period."""
     ports, users = migrated
     fleet = warehouse_fixture.fleet(int(time.time()), f"re{uuid.uuid4().hex[:6]}")
-    records = [r for r in fleet.records if r["schema"] != "io.hist.v1"]  # rollups add up what they are sent
     reader = users.client(ports, "reader")
-    produce(ports.brokers, records)
-    wait_until_stored(reader, "iopipe", records, "first delivery")
-    produce(ports.brokers, records)
+    produce(ports.brokers, fleet.records)
+    wait_until_stored(reader, "iopipe", fleet.records, "first delivery")
+    produce(ports.brokers, fleet.records)
     time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s)
-    sent = Counter(warehouse_fixture.stored_table(r["schema"]) for r in records)
-    assert set(sent) == {"windows", "diskstats", "anomalies", "health"}
-    for table, n in sent.items():
-        rows = reader.rows(f"SELECT count() FROM iopipe.{table} FINAL WHERE host LIKE '{fleet.host_a[:-2]}%'")
-        assert int(rows[0][0]) == n, table
+    expected = warehouse_fixture.stored_once(fleet.records)
+    assert set(expected) == {"windows", "diskstats", "histograms", "anomalies", "health", *stack.LATENCY_ROLLUPS}
+    ios = sum(h["count"] for h in fleet.by_schema("io.hist.v1"))
+    for table, (rows, rolled_up, revisions) in expected.items():
+        columns = "count(), sum(count), sum(revision)" if rolled_up else "count(), 0, 0"
+        stored = reader.rows(f"SELECT {columns} FROM iopipe.{table} FINAL WHERE host LIKE '{fleet.host_a[:-2]}%'")
+        assert tuple(int(n) for n in stored[0]) == (rows, rolled_up, revisions), table
+        assert rolled_up in (0, ios), table
 
 
 def shifted_to_now(records):
@@ -228,7 +249,7 @@ def shifted_to_now(records):
 
 def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     """S1 (a dusty disk) through Kafka, the live job and ClickHouse: every raw record
-    stored once, the latency rollups counting every I/O, the job's anomaly arriving."""
+    stored once, the job's latency rollups counting every I/O, its anomaly arriving."""
     host = f"live-{uuid.uuid4().hex[:6]}"
     records = shifted_to_now([{**r, "host": host} for r in scenarios.generate("S1")])
     produce(pipeline.ports.brokers, records)
@@ -236,10 +257,17 @@ def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     stack.say(f"S1's {len(records)} raw records stored within {took:.1f} s of being sent")
 
     device = [r for r in records if r["schema"] == "io.hist.v1" and r["latency"] == "device"]
-    rolled = pipeline.reader.rows(
-        f"SELECT disk, sumMerge(count) FROM iopipe.latency_1m WHERE host = '{host}' AND latency = 'device' GROUP BY disk")
-    assert {disk: int(n) for disk, n in rolled} == {
-        disk: sum(r["count"] for r in device if r["disk"] == disk) for disk in {r["disk"] for r in device}}
+    sent = {disk: sum(r["count"] for r in device if r["disk"] == disk) for disk in {r["disk"] for r in device}}
+
+    def rolled_up():
+        return {table: {disk: int(n) for disk, n in pipeline.reader.rows(
+            f"SELECT disk, sum(count) FROM iopipe.{table} FINAL WHERE host = '{host}' AND latency = 'device' GROUP BY disk")}
+            for table in stack.LATENCY_ROLLUPS}
+    # The job closes the disk's last windows once the disk has been silent for a minute.
+    try:
+        stack.wait_for("S1's latency rollups", lambda: all(n == sent for n in rolled_up().values()), timeout_s=240)
+    except TimeoutError:
+        pytest.fail(f"S1's rollups {rolled_up()}, its histograms {sent}")
 
     anomalies = stack.wait_for("S1's failing disk in ClickHouse", lambda: pipeline.reader.rows(
         f"SELECT kind, severity FROM iopipe.anomalies FINAL WHERE host = '{host}' AND disk = 'sdb'"), timeout_s=120)

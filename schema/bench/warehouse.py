@@ -8,8 +8,8 @@ on disk per disk-day and the latency of every cookbook query. Results: RESULTS.m
 The fleet: hosts of 12 disks (11 HDDs of one model and an NVMe drive), each disk with its
 own latency distribution and load, 0.5% with a slow tail (retries), 0.1% failing. Rows
 are generated inside the server (INSERT ... SELECT from numbers()) in time order, one day
-per insert, as the pipeline would deliver them; the hourly and daily rollups are merged
-from the minute rows, as exact as the views make them live.
+per insert, as the pipeline would deliver them; the hourly and daily rollups are summed
+from the minute rows, as the stream job sums them live.
 """
 import argparse
 import os
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "infra"), str(REPO / "schema" / "queries")]
 import cookbook  # noqa: E402
 import stack  # noqa: E402
-from migrate import Migrator  # noqa: E402
+from migrate import Migrator, discover  # noqa: E402
 
 DISKS_PER_HOST = 12
 DISK_NAMES = "['sda','sdb','sdc','sdd','sde','sdf','sdg','sdh','sdi','sdj','sdk','nvme0n1']"
@@ -64,12 +64,10 @@ def latency_insert(args, start_s, first_minute, minutes):
     """Per disk a main mode (1-16 ms on HDDs, 64 µs on NVMe) and its neighbours; the slow
     tail disks add 2% at 1-2 s, the others a few I/Os at 64x the mode."""
     return f"""
-INSERT INTO iopipe.latency_1m
-SELECT host, disk, 'R', 'device', minute,
-    arrayReduce('sumForEachState', [b]), arrayReduce('sumState', [arraySum(b)]),
-    arrayReduce('sumState', [toUInt64(d % {FAILING_EVERY} = 7) * (h % 3)]),
-    arrayReduce('sumState', [toUInt64(arraySum(arrayMap((c, i) -> c * 3 * pow(2, i - 2), b, arrayEnumerate(b))))]),
-    arrayReduce('maxState', [toUInt64(pow(2, length(b)) - 1)])
+INSERT INTO iopipe.latency_minutes
+SELECT host, disk, 'R', 'device', minute, 1, b, arraySum(b), toUInt64(d % {FAILING_EVERY} = 7) * (h % 3),
+    toUInt64(arraySum(arrayMap((c, i) -> c * 3 * pow(2, i - 2), b, arrayEnumerate(b)))),
+    toUInt64(pow(2, length(b)) - 1)
 FROM (
     SELECT {fleet_columns(args, start_s)},
         if(d % {DISKS_PER_HOST} = {DISKS_PER_HOST - 1}, 6, 10 + d % 5) AS mode,
@@ -84,12 +82,12 @@ FROM (
 
 
 def rollup_insert(target, source, period_expr, day_start_s):
+    """The longer period's rows as the job sends them once closed: one revision, the sums."""
     return f"""
 INSERT INTO iopipe.{target}
-SELECT host, disk, op, latency, {period_expr} AS rolled,
-    sumForEachMergeState(buckets_log2_us), sumMergeState(count), sumMergeState(errors),
-    sumMergeState(sum_us), maxMergeState(max_us)
-FROM iopipe.{source}
+SELECT host, disk, op, latency, {period_expr} AS rolled, 1,
+    sumForEach(buckets_log2_us), sum(count), sum(errors), sum(sum_us), max(max_us)
+FROM iopipe.{source} FINAL
 WHERE period >= toDateTime({day_start_s}) AND period < toDateTime({day_start_s + 86400})
 GROUP BY host, disk, op, latency, rolled
 """
@@ -128,18 +126,18 @@ def timed(client, sql):
 
 def generate(client, args, start_s):
     """Inserts the week; returns ({table: (rows, seconds)}, {rollup: seconds})."""
-    inserts, rollups = {"windows": [0, 0.0], "latency_1m": [0, 0.0]}, {"latency_1h": 0.0, "latency_1d": 0.0}
+    inserts, rollups = {"windows": [0, 0.0], "latency_minutes": [0, 0.0]}, {"latency_hours": 0.0, "latency_days": 0.0}
     for day in range(args.days):
-        for table, insert in (("windows", windows_insert), ("latency_1m", latency_insert)):
+        for table, insert in (("windows", windows_insert), ("latency_minutes", latency_insert)):
             seconds = timed(client, insert(args, start_s, day * 1440, 1440))
             inserts[table][0] += 1440 * args.disks
             inserts[table][1] += seconds
             stack.say(f"day {day + 1}/{args.days}: {table} {1440 * args.disks:,} rows in {seconds:.1f} s")
         day_start_s = start_s + day * 86400
-        rollups["latency_1h"] += timed(client, rollup_insert(
-            "latency_1h", "latency_1m", "toStartOfHour(period)", day_start_s))
-        rollups["latency_1d"] += timed(client, rollup_insert(
-            "latency_1d", "latency_1h", "toStartOfDay(period)", day_start_s))
+        rollups["latency_hours"] += timed(client, rollup_insert(
+            "latency_hours", "latency_minutes", "toStartOfHour(period)", day_start_s))
+        rollups["latency_days"] += timed(client, rollup_insert(
+            "latency_days", "latency_hours", "toStartOfDay(period)", day_start_s))
     for sql in small_tables(args, start_s, args.days):
         client.query(sql)
     return {t: tuple(v) for t, v in inserts.items()}, rollups
@@ -187,9 +185,9 @@ def report(args, rates, rollups, parts, queries, out):
         "# ClickHouse at fleet scale",
         "",
         f"`make bench-warehouse` on this machine ({args.cpus} cores), ClickHouse 18.16 server (the stack's image), "
-        f"the shipped schema (migrations 0001-0009).",
-        f"Fleet: {args.disks:,} disks × {args.days} days of 1 min rows: windows (iostat, 1 min) and latency_1m "
-        "(device latency histograms), plus the hourly and daily rollups merged from them.",
+        f"the shipped schema (migrations 0001-{max(m.version for m in discover()):04d}).",
+        f"Fleet: {args.disks:,} disks × {args.days} days of 1 min rows: windows (iostat, 1 min) and latency_minutes "
+        "(device latency histograms), plus the hourly and daily rollups summed from them.",
         "",
         "## Insert rate (rows generated inside the server by INSERT ... SELECT, one day per insert)",
         "",

@@ -133,10 +133,19 @@ KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)[^;]*?ENGINE 
                          r"kafka_topic_list = '([\w.]+)',\s+kafka_group_name = '\{kafka_group\}-([\w-]+)'", re.S)
 
 
+DROPPED_TABLE = re.compile(r"^DROP TABLE IF EXISTS \{db\}\.(\w+);?$", re.M)
+
+
 @functools.lru_cache(maxsize=1)
 def kafka_table_definitions():
-    """[(table, topic, consumer group suffix)] of every Kafka table, in migration order."""
-    return tuple(found for m in discover() for found in KAFKA_TABLE.findall(m.up.read_text()))
+    """[(table, topic, consumer group suffix)] of every Kafka table the migrations leave
+    in place (a later migration may drop one), in migration order."""
+    found = []
+    for m in discover():
+        text = m.up.read_text()
+        dropped = set(DROPPED_TABLE.findall(text))
+        found = [table for table in found if table[0] not in dropped] + KAFKA_TABLE.findall(text)
+    return tuple(found)
 
 
 def kafka_tables_of(topic):

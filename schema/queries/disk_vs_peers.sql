@@ -6,7 +6,7 @@
 -- Device latency (D2C), reads and writes together, from the hourly histograms merged
 -- exactly; p99 interpolated inside its log2 bucket.
 -- Parameters: host (String), disk (String).
--- Reads: disk_inventory (to find the model), latency_1h for one host.
+-- Reads: disk_inventory (to find the model), latency_hours (newest revisions) for one host.
 SELECT
     disk,
     disk = {disk:String} AS this_disk,
@@ -32,12 +32,12 @@ FROM
         (
             SELECT
                 disk,
-                sumForEachMerge(buckets_log2_us) AS h,
+                sumForEach(buckets_log2_us) AS h,
                 arrayCumSum(h) AS cum,
-                sumMerge(count) AS ios,
-                sumMerge(sum_us) AS sum_us,
+                sum(count) AS ios,
+                sum(sum_us) AS sum_us,
                 arrayFirstIndex(c -> c >= 0.99 * ios, cum) AS i99
-            FROM iopipe.latency_1h
+            FROM iopipe.latency_hours FINAL
             WHERE host = {host:String} AND latency = 'device' AND period >= toStartOfHour(now() - 86400)
               AND disk IN
               (

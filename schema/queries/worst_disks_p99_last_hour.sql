@@ -6,7 +6,8 @@
 -- 100 I/Os in the hour have no meaningful p99 and are left out.
 --
 -- Parameters: limit (UInt32), rows to return.
--- Reads: latency_1m, only the granules of the last hour (its sorting key starts with the hour).
+-- Reads: latency_minutes, only the granules of the last hour (its sorting key starts with
+-- the hour); FINAL keeps the newest revision of each minute.
 -- The hour condition repeats the minute one for ClickHouse 18.16, which does not carry a
 -- condition on `period` over to the key's toStartOfHour(period): without it, the whole
 -- day's partition is read (730 ms instead of 190 ms for 10,000 disks).
@@ -23,14 +24,14 @@ FROM
     SELECT
         host,
         disk,
-        sumForEachMerge(buckets_log2_us) AS h,
+        sumForEach(buckets_log2_us) AS h,
         arrayCumSum(h) AS cum,
-        sumMerge(count) AS ios,
-        sumMerge(errors) AS errors,
-        sumMerge(sum_us) AS sum_us,
-        maxMerge(max_us) AS max_us,
+        sum(count) AS ios,
+        sum(errors) AS errors,
+        sum(sum_us) AS sum_us,
+        max(max_us) AS max_us,
         arrayFirstIndex(c -> c >= 0.99 * ios, cum) AS i99
-    FROM iopipe.latency_1m
+    FROM iopipe.latency_minutes FINAL
     WHERE latency = 'device' AND period >= toStartOfMinute(now() - 3600)
       AND toStartOfHour(period) >= toStartOfHour(now() - 3600)
     GROUP BY host, disk

@@ -59,15 +59,22 @@ def test_every_cookbook_query_answers_on_the_modern_engine(engine):
 
 
 def test_a_replayed_record_is_stored_once(engine):
+    """Every table keeps each record once however often it is delivered, and the rollups
+    the newest revision of each period: the I/Os they count are those of the histograms."""
     db = f"replay_{uuid.uuid4().hex[:8]}"
     migrate.Migrator(engine, db=db, log=lambda _: None).up()
     fleet = warehouse_fixture.fleet(int(time.time()), "replay")
     ingest(engine, db, fleet)
     ingest(engine, db, fleet)
-    for record in {r["schema"] for r in fleet.records}:
-        table = warehouse_fixture.stored_table(record)
-        stored = engine.rows(f"SELECT count() FROM {db}.{table} FINAL")[0][0]
-        assert int(stored) == len(fleet.by_schema(record)), table
+    expected = warehouse_fixture.stored_once(fleet.records)
+    ios = sum(h["count"] for h in fleet.by_schema("io.hist.v1"))
+    for table, (rows, rolled_up, revisions) in expected.items():
+        columns = "count(), sum(count), sum(revision)" if rolled_up else "count(), 0, 0"
+        stored = tuple(int(n) for n in engine.rows(f"SELECT {columns} FROM {db}.{table} FINAL")[0])
+        assert stored == (rows, rolled_up, revisions), table
+        assert rolled_up in (0, ios), f"{table}: the rollups count {rolled_up} of the histograms' {ios} I/Os"
+    assert {table for table, (_, rolled_up, _) in expected.items() if rolled_up} == set(
+        t.removesuffix("_kafka") for t in migrate.kafka_tables_of(warehouse_fixture.TOPICS[warehouse_fixture.ROLLUP]))
 
 
 def test_the_fleets_records_keep_the_record_contract():

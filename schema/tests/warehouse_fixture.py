@@ -21,6 +21,8 @@ import migrate  # noqa: E402
 
 TOPICS = {t["record"]: t["name"] for t in json.loads((SCHEMA_DIR / "topics.json").read_text())["topics"]}
 WINDOW_TEMPLATE = json.loads((SCHEMA_DIR / "examples/io.window.v1.valid.ndjson").read_text().splitlines()[0])
+ROLLUP = "io.latency.v1"
+ROLLUP_PERIODS = sorted(json.loads((SCHEMA_DIR / f"records/{ROLLUP}.schema.json").read_text())["properties"]["period_s"]["enum"])
 
 # host a: four disks of one model (sdb is failing: 1.5% of its I/Os take over a second)
 # and an NVMe drive; host b: a disk of the same model (not a peer: another host).
@@ -39,10 +41,32 @@ FAILING_EVIDENCE = {
     "service_ms": 180.5, "reasons": ["service time 180.5 ms is beyond the 60 ms any healthy rotational disk needs"]}
 
 
-def stored_table(record_schema):
+def stored_table(record):
     """The table a record lands in: each Kafka table is named after the table its view
-    fills, and a topic's first Kafka table fills its record table (later ones, rollups)."""
-    return migrate.kafka_tables_of(TOPICS[record_schema])[0].removesuffix("_kafka")
+    fills, and a topic's first Kafka table fills its record table (later ones, rollups).
+    io.latency.v1 has a table per period, shortest first (0013)."""
+    tables = [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(TOPICS[record["schema"]])]
+    return tables[ROLLUP_PERIODS.index(record["period_s"])] if record["schema"] == ROLLUP else tables[0]
+
+
+def rollup_key(record):
+    return tuple(record[k] for k in ("host", "disk", "op", "latency", "period_s", "period_start_ns"))
+
+
+def stored_once(records):
+    """table -> (rows, I/Os, revisions) the records leave in it read with FINAL: each record
+    once, but of a rollup period only its newest revision; the I/Os and the sum of those
+    revisions are of the rollups only (0 for other tables)."""
+    newest = {}
+    for r in records:
+        if r["schema"] == ROLLUP and (rollup_key(r) not in newest or r["revision"] > newest[rollup_key(r)]["revision"]):
+            newest[rollup_key(r)] = r
+    stored = {}
+    for r in [r for r in records if r["schema"] != ROLLUP] + list(newest.values()):
+        rows, ios, revisions = stored.get(stored_table(r), (0, 0, 0))
+        rollup = r["schema"] == ROLLUP
+        stored[stored_table(r)] = (rows + 1, ios + (r["count"] if rollup else 0), revisions + (r["revision"] if rollup else 0))
+    return stored
 
 
 def cookbook_runner(client, db="iopipe"):
@@ -134,6 +158,23 @@ class Fleet:
             "summary": f"{kind} on {disk} ({severity})", "evidence": evidence,
             "evidence_json": json.dumps(evidence, separators=(",", ":"), ensure_ascii=False)})
 
+    def add_rollups(self):
+        """The stream job's latency rollups of the histograms: each period first with its
+        first histogram only, then whole at a higher revision, as the job re-sends a
+        period still open."""
+        periods = {}
+        for h in self.by_schema("io.hist.v1"):
+            for period_s in ROLLUP_PERIODS:
+                start_ns = h["start_ns"] - h["start_ns"] % (period_s * NS)
+                periods.setdefault((h["host"], h["disk"], h["op"], h["latency"], period_s, start_ns), []).append(h)
+        for (host, disk, op, latency, period_s, start_ns), hists in periods.items():
+            for revision, part in enumerate((hists[:1], hists), start=1):
+                self.records.append({
+                    "schema": ROLLUP, "host": host, "disk": disk, "op": op, "latency": latency, "period_s": period_s,
+                    "period_start_ns": start_ns, "revision": revision, "buckets_log2_us": merged(part),
+                    "count": sum(h["count"] for h in part), "sum_us": sum(h["sum_us"] for h in part),
+                    "max_us": max(h["max_us"] for h in part), "errors": sum(h["errors"] for h in part)})
+
     def add_health(self, host, disk, from_state, to_state, hours_ago, ticket=None):
         ts_ns = (self.now_s - int(hours_ago * 3600)) * NS
         record = {"schema": "io.health.v1", "id": f"{host}/{disk}:{ts_ns}", "host": host, "disk": disk,
@@ -179,6 +220,7 @@ def fleet(now_s, tag):
     f.add_health(a, "sdc", "healthy", "suspect", hours_ago=1)
     f.add_health(b, "sda", "healthy", "suspect", hours_ago=41 * 24)
     f.add_health(b, "sda", "suspect", "failing", hours_ago=40 * 24, ticket=f"iopipe-{b}-sda")
+    f.add_rollups()
     return f
 
 
