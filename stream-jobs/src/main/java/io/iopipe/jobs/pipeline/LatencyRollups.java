@@ -30,16 +30,18 @@ import org.apache.flink.util.Collector;
  *
  * <p>Each minute, when it closes, sends itself and the hour and day it belongs to, with
  * everything so far: the current hour and day are always there, a minute behind. A
- * minute closes with its last window, with a window of a later minute, or with the last
- * window before its disk fell silent; if the disk resumes within it, the minute is sent
- * again with more and a higher revision. A disk silent for {@code forgetAfterMs} of wall
- * clock is forgotten.
+ * minute closes with its last window, with a window of a later minute, with the last
+ * window before its disk fell silent, or when no window came for {@code idleMs} of wall
+ * clock (the disk's clock may have closed its last window before it fell silent); if the
+ * disk resumes within it, the minute is sent again with more and a higher revision. A
+ * disk silent for {@code forgetAfterMs} of wall clock is forgotten.
  */
 public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, OutputRecord> {
     static final String STAGE = "stream-jobs/latency-rollups";
     static final List<String> KINDS = List.of("device", "queue", "total");
     private final List<Integer> periodSeconds;
     private final long minuteNs;
+    private final long idleMs;
     private final long forgetAfterMs;
     private transient MapState<Integer, LatencySpan> spans;
     /** Whether the spans hold windows not sent yet. */
@@ -47,9 +49,10 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
     private transient Silence silence;
     private transient Counter outOfOrder;
 
-    public LatencyRollups(List<Integer> periodSeconds, long forgetAfterMs) {
+    public LatencyRollups(List<Integer> periodSeconds, long idleMs, long forgetAfterMs) {
         this.periodSeconds = List.copyOf(periodSeconds);
         this.minuteNs = periodSeconds.get(0) * 1_000_000_000L;
+        this.idleMs = idleMs;
         this.forgetAfterMs = forgetAfterMs;
     }
 
@@ -64,7 +67,7 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
 
     @Override
     public void processElement(DiskWindow w, Context ctx, Collector<OutputRecord> out) throws Exception {
-        silence.heard(ctx.timerService(), forgetAfterMs);
+        silence.heard(ctx.timerService(), idleMs);
         LatencySpan minute = spans.get(periodSeconds.get(0));
         if (minute != null && w.startNs >= minute.startNs + minuteNs) {
             sendUnsent(out);
@@ -148,7 +151,11 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
             sendUnsent(out);
             return;
         }
-        if (silence.silentForMs(ctx.timerService()) >= forgetAfterMs) {
+        long silentMs = silence.silentForMs(ctx.timerService());
+        if (silentMs >= idleMs) {
+            sendUnsent(out);
+        }
+        if (silentMs >= forgetAfterMs) {
             LatencySpan minute = spans.get(periodSeconds.get(0));
             if (minute != null) {
                 ctx.timerService().deleteEventTimeTimer(minuteEndMs(minute));
@@ -157,7 +164,7 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
             unsent.clear();
             silence.clear();
         } else {
-            silence.checkAfterLastHeard(ctx.timerService(), forgetAfterMs);
+            silence.checkAfterLastHeard(ctx.timerService(), silentMs >= idleMs ? forgetAfterMs : idleMs);
         }
     }
 }

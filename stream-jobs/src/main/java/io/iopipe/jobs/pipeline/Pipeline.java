@@ -116,7 +116,8 @@ public final class Pipeline {
     private static DataStream<OutputRecord> latencyRollups(DataStream<DiskWindow> windows, Config config) {
         SingleOutputStreamOperator<OutputRecord> rollups = windows
                 .keyBy(DiskWindow::key)
-                .process(new LatencyRollups(config.latencyPeriodSeconds, config.diskForgottenAfter.toMillis()))
+                .process(new LatencyRollups(config.latencyPeriodSeconds, config.diskIdleness.toMillis(),
+                        config.diskForgottenAfter.toMillis()))
                 .name("latency rollups").uid("latency-rollups");
         return rollups.union(rollups.getSideOutput(DEAD_LETTERS));
     }

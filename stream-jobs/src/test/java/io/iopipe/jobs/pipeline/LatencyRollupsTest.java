@@ -24,6 +24,7 @@ class LatencyRollupsTest {
     static final long DAY_NS = 1_763_683_200_000_000_000L;
     static final long MINUTE_NS = 60_000_000_000L;
     static final long TEN_S_NS = 10_000_000_000L;
+    static final long IDLE_MS = 60_000L;
     static final long FORGET_MS = 600_000L;
 
     private KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, OutputRecord> harness;
@@ -31,7 +32,7 @@ class LatencyRollupsTest {
     @BeforeEach
     void open() throws Exception {
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new LatencyRollups(LatencyPeriods.seconds(), FORGET_MS)), DiskWindow::key, Types.STRING);
+                new KeyedProcessOperator<>(new LatencyRollups(LatencyPeriods.seconds(), IDLE_MS, FORGET_MS)), DiskWindow::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.open();
     }
@@ -131,6 +132,18 @@ class LatencyRollupsTest {
         tenSeconds(5, 4, 0);
         assertEquals(List.of("60@0 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0",
                 "60@0 r3:17/0", "3600@0 r3:17/0", "86400@0 r3:17/0"), deviceRollups(), "summed, not replaced");
+    }
+
+    @Test
+    void aMinuteNoWindowCameForInAWhileIsSentWithoutOneSayingSo() throws Exception {
+        // A disk's clock may close its last window before the disk falls silent: no window then says so.
+        tenSeconds(0, 10, 0);
+        harness.setProcessingTime(IDLE_MS - 1);
+        assertEquals(List.of(), deviceRollups());
+        harness.setProcessingTime(IDLE_MS);
+        assertEquals(List.of("60@0 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0"), deviceRollups());
+        harness.setProcessingTime(2 * IDLE_MS);
+        assertEquals(3, deviceRollups().size(), "sent once");
     }
 
     @Test
