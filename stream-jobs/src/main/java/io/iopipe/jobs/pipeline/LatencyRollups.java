@@ -92,15 +92,16 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
             return;
         }
         if (span == null || startNs > span.startNs) {
+            LatencySpan next = new LatencySpan(w.host, w.disk, startNs);
             if (seconds == periodSeconds.get(0)) {
                 // One timer per disk, at the end of its minute. It fires only with the final
                 // watermark of a bounded input: a live disk's windows close its minutes first.
                 if (span != null) {
                     ctx.timerService().deleteEventTimeTimer(minuteEndMs(span));
                 }
-                ctx.timerService().registerEventTimeTimer(minuteEndMs(new LatencySpan(w.host, w.disk, startNs)));
+                ctx.timerService().registerEventTimeTimer(minuteEndMs(next));
             }
-            span = new LatencySpan(w.host, w.disk, startNs);
+            span = next;
         }
         span.absorb(w.ops);
         spans.put(seconds, span);

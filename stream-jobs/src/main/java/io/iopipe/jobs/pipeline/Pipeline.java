@@ -59,18 +59,9 @@ public final class Pipeline {
     }
 
     public static DataStream<OutputRecord> build(DataStream<RawRecord> input, Config config) {
-        for (int seconds : config.windowSeconds) {
-            if (seconds <= 0 || seconds % config.windowSeconds.get(0) != 0) {
-                throw new IllegalArgumentException("window lengths " + config.windowSeconds
-                        + ": each must be a positive multiple of the first, which the others are rolled up from");
-            }
-        }
-        for (int seconds : config.latencyPeriodSeconds) {
-            if (seconds <= 0 || seconds % config.windowSeconds.get(0) != 0) {
-                throw new IllegalArgumentException("latency rollups over " + config.latencyPeriodSeconds + " s: each must be "
-                        + "a positive multiple of the first window length, " + config.windowSeconds.get(0) + " s, they are summed from");
-            }
-        }
+        // Longer windows and the latency rollups are summed from the first windows.
+        requireMultiplesOfFirstWindow(config.windowSeconds, "window lengths", config);
+        requireMultiplesOfFirstWindow(config.latencyPeriodSeconds, "latency rollup periods", config);
         // Chained operators hand records on without copying them: every function here makes
         // new objects for what it emits and never changes what it receives.
         input.getExecutionEnvironment().getConfig().enableObjectReuse();
@@ -111,6 +102,14 @@ public final class Pipeline {
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
         }
         return out;
+    }
+
+    private static void requireMultiplesOfFirstWindow(List<Integer> seconds, String what, Config config) {
+        int first = config.windowSeconds.get(0);
+        if (seconds.stream().anyMatch(s -> s <= 0 || s % first != 0)) {
+            throw new IllegalArgumentException(what + " " + seconds + " s: each must be a positive multiple of the first "
+                    + "window length, " + first + " s, which they are summed from");
+        }
     }
 
     private static DataStream<OutputRecord> latencyRollups(DataStream<DiskWindow> windows, Config config) {

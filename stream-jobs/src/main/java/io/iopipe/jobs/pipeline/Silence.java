@@ -20,11 +20,18 @@ final class Silence {
         checkAtMs = runtime.getState(new ValueStateDescriptor<>("silence-check-at-ms", Long.class));
     }
 
-    /** The disk spoke now; check on it `afterMs` from now unless a check is already due. */
+    /**
+     * The disk spoke now; check on it `afterMs` from now unless a check is due by then (a
+     * check re-armed for a longer silence, say, is brought forward).
+     */
     void heard(TimerService timers, long afterMs) throws Exception {
         long now = timers.currentProcessingTime();
         lastHeardMs.update(now);
-        if (checkAtMs.value() == null) {
+        Long due = checkAtMs.value();
+        if (due == null || due > now + afterMs) {
+            if (due != null) {
+                timers.deleteProcessingTimeTimer(due);
+            }
             checkAt(timers, now + afterMs);
         }
     }

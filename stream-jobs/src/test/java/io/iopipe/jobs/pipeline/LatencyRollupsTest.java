@@ -147,6 +147,16 @@ class LatencyRollupsTest {
     }
 
     @Test
+    void aDiskHeardAgainAfterASilenceHasItsNextMinuteSentAMinuteAfterItFallsSilentAgain() throws Exception {
+        lastOfMinute(0, 10);
+        harness.setProcessingTime(2 * IDLE_MS);  // silent: the next check is for forgetting it
+        tenSeconds(6, 5, 0);
+        harness.setProcessingTime(3 * IDLE_MS);
+        assertEquals(List.of("60@0 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0",
+                "60@1 r1:5/0", "3600@0 r2:15/0", "86400@0 r2:15/0"), deviceRollups());
+    }
+
+    @Test
     void aLaterHourStartsItsOwnAndTheDayGoesOn() throws Exception {
         lastOfMinute(59, 10);
         lastOfMinute(60, 5);
