@@ -63,8 +63,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         DiskClock c = clock();
         long nowMs = ctx.timerService().currentProcessingTime();
         c.saw(r, tsMs, nowMs, kindIdleMs);
-        if (c.checkAtMs == DiskClock.NONE) {
+        if (c.checkAtMs == DiskClock.NONE || c.checkAtMs > nowMs + kindIdleMs) {
             // Checked every kindIdleMs while it speaks: a kind holding the clock back may have gone idle.
+            // A check re-armed for forgetting a silent disk is brought forward, or the windows it
+            // opens now would wait that long to be closed when it falls silent again.
+            if (c.checkAtMs != DiskClock.NONE) {
+                ctx.timerService().deleteProcessingTimeTimer(c.checkAtMs);
+            }
             checkAt(c, nowMs + kindIdleMs, ctx);
         }
         if (startMs + lengthMs <= c.closedThroughMs) {

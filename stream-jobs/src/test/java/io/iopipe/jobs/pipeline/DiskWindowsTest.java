@@ -150,6 +150,15 @@ class DiskWindowsTest {
     }
 
     @Test
+    void aDiskHeardAgainAfterItsWindowsClosedOnSilenceHasItsNextOnesClosedAMinuteAfterItFallsSilentAgain() throws Exception {
+        feed(reads("web-1", T0_MS + SECOND_MS, 10));
+        harness.setProcessingTime(2 * config.diskIdleness.toMillis());  // closed; next check: to forget it
+        feed(reads("web-1", T0_MS + 21 * SECOND_MS, 7));
+        harness.setProcessingTime(3 * config.diskIdleness.toMillis());
+        assertEquals(List.of("web-1/sdb@0s:10", "web-1/sdb@20s:7"), windows());
+    }
+
+    @Test
     void theEndOfABoundedInputClosesEveryWindowInOrder() throws Exception {
         feed(reads("web-1", T0_MS + 12 * SECOND_MS, 4));
         feed(reads("web-1", T0_MS + 9 * SECOND_MS, 5));
