@@ -12,8 +12,8 @@ import fleet
 import scenarios
 
 REPO = Path(__file__).resolve().parent.parent
-VALIDATORS = {name: jsonschema.Draft202012Validator(json.loads((REPO / f"schema/records/{name}.schema.json").read_text()))
-              for name in ("io.window.v1", "io.anomaly.v1", "io.health.v1")}
+VALIDATORS = {path.name.removesuffix(".schema.json"): jsonschema.Draft202012Validator(json.loads(path.read_text()))
+              for path in (REPO / "schema/records").glob("*.schema.json")}
 
 EXPECTED = {
     "S1": ["anomaly failing_disk critical s1/sdb", "health s1/sdb healthy -> failing (ticket open)"],
