@@ -25,6 +25,22 @@ def produce(brokers, records, wait=True):
 
 def consume_host(brokers, topic, host, idle_s=5):
     """Every record of `host` on `topic`, read back from the beginning."""
+    def of_host(message, record):
+        if record["host"] != host:
+            return False
+        # Records of a disk are keyed host/disk, the agent's own reports by host.
+        assert message.key().decode() == (f"{host}/{record['disk']}" if "disk" in record else host)
+        return True
+    return consume(brokers, topic, of_host, idle_s)
+
+
+def dead_letters_naming(brokers, host, idle_s=5):
+    """Every dead letter whose input names `host`."""
+    return consume(brokers, TOPICS["io.deadletter.v1"], lambda _, letter: host in letter["raw"], idle_s)
+
+
+def consume(brokers, topic, wanted, idle_s):
+    """Every record on `topic` that `wanted(message, record)`, read back from the beginning."""
     consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"itest-{uuid.uuid4()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
@@ -35,9 +51,7 @@ def consume_host(brokers, topic, host, idle_s=5):
             if message is None or message.error():
                 continue
             record = json.loads(message.value())
-            if record["host"] == host:
-                # Records of a disk are keyed host/disk, the agent's own reports by host.
-                assert message.key().decode() == (f"{host}/{record['disk']}" if "disk" in record else host)
+            if wanted(message, record):
                 records.append(record)
                 last_new = time.monotonic()
     finally:

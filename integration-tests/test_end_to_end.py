@@ -25,7 +25,7 @@ sys.path.insert(0, str(stack.REPO / "schema" / "queries"))
 import cookbook  # noqa: E402
 import tracing_agent  # noqa: E402
 from end_to_end import SCENARIOS, Run, play_together, scenario_disk  # noqa: E402
-from kafka_records import consume_host  # noqa: E402
+from kafka_records import consume_host, dead_letters_naming  # noqa: E402
 
 GROUPS = (("S1", "S2", "S3", "S4", "S5"), ("S6",))
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "end-to-end.md"
@@ -80,7 +80,16 @@ class Fleet:
 
     def rollups_complete(self, sent):
         """Once every disk is silent, the job closes its last minutes and sends their rollups."""
-        return all(sum(self.stored_ios(f"{table} FINAL", "sum(count)").values()) == sent for table in stack.LATENCY_ROLLUPS)
+        stored = {table: sum(self.stored_ios(f"{table} FINAL", "sum(count)").values()) for table in stack.LATENCY_ROLLUPS}
+        if any(n != sent for n in stored.values()):
+            raise AssertionError(f"the agent sent {sent} I/Os, the rollups hold {stored}")  # named if it times out
+        return True
+
+    def rollups_by_disk(self):
+        """Per disk, the I/Os in the histograms and in each rollup table: where a shortfall is."""
+        tables = {"histograms": self.stored_ios("histograms", "sum(count)")}
+        tables.update({t: self.stored_ios(f"{t} FINAL", "sum(count)") for t in stack.LATENCY_ROLLUPS})
+        return {disk: {t: n.get(disk, 0) for t, n in tables.items()} for disk in tables["histograms"]}
 
     def stored_ios(self, table, count):
         return {disk: int(n) for disk, n in self.rows(
@@ -124,8 +133,12 @@ def fleet(pipeline, agent_bin):
                        timeout_s=60)
         # The disks fell silent with the agent: the job closes their last windows once
         # they have been silent for its diskIdleness (1 min), and sends their rollups.
-        stack.wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
-                       timeout_s=240)
+        try:
+            stack.wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
+                           timeout_s=240)
+        except TimeoutError as e:
+            pytest.fail(f"{e}\n{fleet.rollups_by_disk()}\ndead letters naming the host: "
+                        f"{dead_letters_naming(pipeline.ports.brokers, fleet.host)[:20]}")
         write_figures(fleet)
         yield fleet
 
