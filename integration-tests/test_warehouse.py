@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 
 import scenarios
 import stack
-from kafka_records import produce
+from kafka_records import dead_letters_naming, produce
 
 sys.path[:0] = [str(stack.REPO / "schema" / "queries"), str(stack.REPO / "schema" / "tests")]
 import cookbook  # noqa: E402
@@ -247,6 +247,36 @@ def shifted_to_now(records):
     return [{**r, **{f: r[f] + shift for f in fields if f in r}} for r in records]
 
 
+def latency_rollups_of(client, host):
+    """Per rollup table, per disk, the device-time I/Os its newest revisions count."""
+    return {table: {disk: int(n) for disk, n in client.rows(
+        f"SELECT disk, sum(count) FROM iopipe.{table} FINAL WHERE host = '{host}' AND latency = 'device' GROUP BY disk")}
+        for table in stack.LATENCY_ROLLUPS}
+
+
+def test_histograms_read_after_their_windows_closed_still_count_once_in_the_rollups(pipeline):
+    """A disk's histograms that arrive after its diskstats closed their windows (a loaded
+    machine reads the histogram topic seconds behind) are late for the detectors, but
+    the job's latency rollups count every I/O of them, and a resend of them once."""
+    host = f"late-{uuid.uuid4().hex[:6]}"
+    records = shifted_to_now([{**r, "host": host} for r in scenarios.generate("S4") if r["schema"] != "io.event.v1"])
+    histograms = [r for r in records if r["schema"] == "io.hist.v1"]
+    produce(pipeline.ports.brokers, [r for r in records if r["schema"] == "io.diskstats.v1"])
+    # Histograms not heard within 10 s are not waited for: the diskstats close the windows.
+    stack.wait_for("S4's first windows closed on its diskstats alone", lambda: int(pipeline.reader.rows(
+        f"SELECT uniqExact(window_start_ns) FROM iopipe.windows WHERE host = '{host}' AND window_s = 10")[0][0]) >= 5,
+        timeout_s=120)
+    produce(pipeline.ports.brokers, histograms + histograms)
+    sent = {"sdb": sum(r["count"] for r in histograms if r["latency"] == "device")}
+    try:
+        stack.wait_for("S4's latency rollups", lambda: all(n == sent for n in latency_rollups_of(pipeline.reader, host).values()),
+                       timeout_s=240)
+    except TimeoutError:
+        pytest.fail(f"S4's rollups {latency_rollups_of(pipeline.reader, host)}, its histograms {sent}")
+    late = [letter for letter in dead_letters_naming(pipeline.ports.brokers, host) if "histogram of" in letter["reason"]]
+    assert late, "the histograms came after their windows closed"
+
+
 def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     """S1 (a dusty disk) through Kafka, the live job and ClickHouse: every raw record
     stored once, the job's latency rollups counting every I/O, its anomaly arriving."""
@@ -259,15 +289,12 @@ def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     device = [r for r in records if r["schema"] == "io.hist.v1" and r["latency"] == "device"]
     sent = {disk: sum(r["count"] for r in device if r["disk"] == disk) for disk in {r["disk"] for r in device}}
 
-    def rolled_up():
-        return {table: {disk: int(n) for disk, n in pipeline.reader.rows(
-            f"SELECT disk, sum(count) FROM iopipe.{table} FINAL WHERE host = '{host}' AND latency = 'device' GROUP BY disk")}
-            for table in stack.LATENCY_ROLLUPS}
     # The job closes the disk's last windows once the disk has been silent for a minute.
     try:
-        stack.wait_for("S1's latency rollups", lambda: all(n == sent for n in rolled_up().values()), timeout_s=240)
+        stack.wait_for("S1's latency rollups", lambda: all(n == sent for n in latency_rollups_of(pipeline.reader, host).values()),
+                       timeout_s=240)
     except TimeoutError:
-        pytest.fail(f"S1's rollups {rolled_up()}, its histograms {sent}")
+        pytest.fail(f"S1's rollups {latency_rollups_of(pipeline.reader, host)}, its histograms {sent}")
 
     anomalies = stack.wait_for("S1's failing disk in ClickHouse", lambda: pipeline.reader.rows(
         f"SELECT kind, severity FROM iopipe.anomalies FINAL WHERE host = '{host}' AND disk = 'sdb'"), timeout_s=120)

@@ -241,10 +241,13 @@ public final class StreamBenchmark {
             }
             last = w;
         }
-        long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute);
+        // The histograms each window closed in the last minute counted (for late ones), about 7 windows.
+        long closedHistograms = 7 * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
+        long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
         LatencySpan span = new LatencySpan("host-00000", "sdb", minute.startNs);
         span.absorb(minute.ops);
-        long rollups = LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
+        // Each period's current span and the one before it, which late histograms may amend.
+        long rollups = 2 * LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
         return new StateBytes(serializedBytes(DiskHistory.class, history), windows,
                 2 * serializedBytes(DiskClock.class, new DiskClock()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
     }
@@ -254,7 +257,7 @@ public final class StreamBenchmark {
         WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate();
         DiskWindow w = accumulate.createAccumulator();
         for (DiskRecord r : records) {
-            if (w.firstSeen(r.identity())) {
+            if (w.firstSeen(r.identity(), r.hist != null)) {
                 accumulate.add(r, w);
             }
         }

@@ -33,8 +33,15 @@ public class DiskWindow {
     public long eventsOverCap;
     /** Identities of the records folded in while the window is open: a resent one is merged once. */
     public Set<Long> seen = new HashSet<>();
+    /** Of {@link #seen}, the kernel histograms': a closed window remembers these a while, for late ones. */
+    public Set<Long> seenHistograms = new HashSet<>();
     /** The last window its disk sent before it fell silent: no more of the disk is coming for now. */
     public boolean lastBeforeSilence;
+    /**
+     * Not a window but kernel histograms that came after their window closed: too late for
+     * the detectors, never too late to be counted in the latency rollups.
+     */
+    public boolean amendsClosedWindow;
 
     public String key() {
         return host + "/" + disk;
@@ -122,14 +129,21 @@ public class DiskWindow {
         return this;
     }
 
-    /** Whether a record of this identity is new to the window; remembers it. */
-    public boolean firstSeen(long identity) {
-        return seen.add(identity);
+    /** Whether a record of this identity is new to the window; remembers it, and which were kernel histograms. */
+    public boolean firstSeen(long identity, boolean kernelHistogram) {
+        if (!seen.add(identity)) {
+            return false;
+        }
+        if (kernelHistogram) {
+            seenHistograms.add(identity);
+        }
+        return true;
     }
 
     /** A closed window takes no more records: what it saw need not travel on. */
     public void forgetWhatWasSeen() {
         seen = new HashSet<>();
+        seenHistograms = new HashSet<>();
     }
 
     public OpLatency op(String op) {

@@ -2,12 +2,16 @@ package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeHint;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.TimeDomain;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -20,7 +24,11 @@ import org.apache.flink.util.Collector;
  * partition it would make every other host in that partition late, or hold them back.
  *
  * <p>A record for a window the disk's clock has passed is late (a side output, then a
- * dead letter). A histogram or event already in its window (a resend) is counted and
+ * dead letter). A late kernel histogram within {@code allowedLateness} of its window's
+ * close also comes out as an amendment of that window, which only the latency rollups
+ * read: a histogram topic read behind the diskstats (on a loaded machine, after a kind
+ * went idle) loses no I/O from the rollups. A histogram or event already in its window,
+ * or a histogram already in a window closed within that time (a resend), is counted and
  * merged once. A disk silent for {@code idleMs} of wall-clock time has its open windows
  * closed; silent for {@code forgetAfterMs}, it is forgotten. At the end of a bounded
  * input (the final watermark) every open window closes.
@@ -32,11 +40,15 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private final long kindIdleMs;
     private final long idleMs;
     private final long forgetAfterMs;
+    private final long allowedLatenessMs;
     private final WindowFunctions.Accumulate accumulate;
     private transient MapState<Long, DiskWindow> open;
+    /** Per window closed within allowedLateness, the identities of the kernel histograms it counted. */
+    private transient MapState<Long, HashSet<Long>> closedHistograms;
     private transient ValueState<DiskClock> clock;
     private transient Counter duplicates;
     private transient Counter closedIdle;
+    private transient Counter lateHistogramsRolledUp;
 
     public DiskWindows(int windowSeconds, Pipeline.Config config) {
         this.windowSeconds = windowSeconds;
@@ -45,6 +57,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         this.kindIdleMs = config.kindIdleness.toMillis();
         this.idleMs = config.diskIdleness.toMillis();
         this.forgetAfterMs = config.diskForgottenAfter.toMillis();
+        this.allowedLatenessMs = config.allowedLateness.toMillis();
         this.accumulate = new WindowFunctions.Accumulate();
     }
 
@@ -52,8 +65,11 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     public void open(OpenContext openContext) {
         open = getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
         clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
+        closedHistograms = getRuntimeContext().getMapState(new MapStateDescriptor<>(
+                "closed-window-histograms", Types.LONG, TypeInformation.of(new TypeHint<HashSet<Long>>() {})));
         duplicates = getRuntimeContext().getMetricGroup().counter("records_duplicate_total");
         closedIdle = getRuntimeContext().getMetricGroup().counter("windows_closed_idle_total");
+        lateHistogramsRolledUp = getRuntimeContext().getMetricGroup().counter("late_histograms_rolled_up_total");
     }
 
     @Override
@@ -73,7 +89,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             checkAt(c, nowMs + kindIdleMs, ctx);
         }
         if (startMs + lengthMs <= c.closedThroughMs) {
-            ctx.output(Pipeline.LATE_RECORDS, r);
+            late(r, startMs, ctx, out);
         } else {
             add(r, startMs, ctx);
         }
@@ -87,10 +103,30 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             // Fires only with the final watermark of a bounded input: the disk's own clock closes windows before.
             ctx.timerService().registerEventTimeTimer(startMs + lengthMs - 1);
         }
-        if (w.firstSeen(r.identity())) {
+        if (w.firstSeen(r.identity(), r.hist != null)) {
             open.put(startMs, accumulate.add(r, w));
         } else {
             duplicates.inc();
+        }
+    }
+
+    /**
+     * A record for a closed window is late for it; a kernel histogram it has not counted,
+     * within allowedLateness of its close, also amends it for the latency rollups.
+     */
+    private void late(DiskRecord r, long startMs, Context ctx, Collector<DiskWindow> out) throws Exception {
+        HashSet<Long> counted = r.hist == null ? null : closedHistograms.get(startMs);
+        if (counted != null && !counted.add(r.identity())) {
+            duplicates.inc();
+            return;
+        }
+        ctx.output(Pipeline.LATE_RECORDS, r);
+        if (counted != null) {
+            closedHistograms.put(startMs, counted);
+            DiskWindow amendment = stamped(accumulate.add(r, accumulate.createAccumulator()), startMs);
+            amendment.amendsClosedWindow = true;
+            out.collect(amendment);
+            lateHistogramsRolledUp.inc();
         }
     }
 
@@ -128,10 +164,27 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         due.sort(null);
         for (long startMs : due) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
-            DiskWindow w = stamped(open.get(startMs), startMs);
+            DiskWindow w = open.get(startMs);
+            if (allowedLatenessMs > 0) {
+                closedHistograms.put(startMs, new HashSet<>(w.seenHistograms));
+            }
+            stamped(w, startMs);
             w.lastBeforeSilence = silent && startMs == due.get(due.size() - 1);
             out.collect(w);
             open.remove(startMs);
+        }
+        forgetHistogramsClosedBefore(clock - allowedLatenessMs);
+    }
+
+    private void forgetHistogramsClosedBefore(long closedMs) throws Exception {
+        List<Long> past = new ArrayList<>();
+        for (Long startMs : closedHistograms.keys()) {
+            if (startMs + lengthMs <= closedMs) {
+                past.add(startMs);
+            }
+        }
+        for (long startMs : past) {
+            closedHistograms.remove(startMs);
         }
     }
 
@@ -166,6 +219,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         }
         if (silentMs >= forgetAfterMs) {
             clock.clear();
+            closedHistograms.clear();
             return;
         }
         checkAt(c, open.isEmpty() ? c.lastHeardAtMs + forgetAfterMs : timestamp + kindIdleMs, ctx);

@@ -7,13 +7,12 @@ import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
@@ -33,8 +32,12 @@ import org.apache.flink.util.Collector;
  * minute closes with its last window, with a window of a later minute, with the last
  * window before its disk fell silent, or when no window came for {@code idleMs} of wall
  * clock (the disk's clock may have closed its last window before it fell silent); if the
- * disk resumes within it, the minute is sent again with more and a higher revision. A
- * disk silent for {@code forgetAfterMs} of wall clock is forgotten.
+ * disk resumes within it, the minute is sent again with more and a higher revision.
+ *
+ * <p>An amendment (kernel histograms that came after their window closed, see {@link
+ * DiskWindows}) is added to its periods, the current ones or the ones just before, which
+ * are then sent again with a higher revision at the next send. A disk silent for {@code
+ * forgetAfterMs} of wall clock is forgotten.
  */
 public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, OutputRecord> {
     static final String STAGE = "stream-jobs/latency-rollups";
@@ -43,9 +46,10 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
     private final long minuteNs;
     private final long idleMs;
     private final long forgetAfterMs;
+    /** Per period length, the current period. */
     private transient MapState<Integer, LatencySpan> spans;
-    /** Whether the spans hold windows not sent yet. */
-    private transient ValueState<Boolean> unsent;
+    /** Per period length, the period before the current one: late histograms may still amend it. */
+    private transient MapState<Integer, LatencySpan> earlier;
     private transient Silence silence;
     private transient Counter outOfOrder;
 
@@ -60,7 +64,8 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
     public void open(OpenContext openContext) {
         spans = getRuntimeContext().getMapState(new MapStateDescriptor<>(
                 "latency-spans", Types.INT, TypeInformation.of(LatencySpan.class)));
-        unsent = getRuntimeContext().getState(new ValueStateDescriptor<>("latency-unsent", Types.BOOLEAN));
+        earlier = getRuntimeContext().getMapState(new MapStateDescriptor<>(
+                "latency-earlier-spans", Types.INT, TypeInformation.of(LatencySpan.class)));
         silence = new Silence(getRuntimeContext());
         outOfOrder = getRuntimeContext().getMetricGroup().counter("latency_windows_out_of_order_total");
     }
@@ -68,6 +73,10 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
     @Override
     public void processElement(DiskWindow w, Context ctx, Collector<OutputRecord> out) throws Exception {
         silence.heard(ctx.timerService(), idleMs);
+        if (w.amendsClosedWindow) {
+            amend(w, ctx);
+            return;
+        }
         LatencySpan minute = spans.get(periodSeconds.get(0));
         if (minute != null && w.startNs >= minute.startNs + minuteNs) {
             sendUnsent(out);
@@ -75,24 +84,29 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
         for (int seconds : periodSeconds) {
             absorb(w, seconds, ctx);
         }
-        if (Boolean.TRUE.equals(unsent.value()) && (Math.floorMod(w.endNs, minuteNs) == 0 || w.lastBeforeSilence)) {
+        if (Math.floorMod(w.endNs, minuteNs) == 0 || w.lastBeforeSilence) {
             sendUnsent(out);
         }
     }
 
+    private static long periodStartNs(long ns, int seconds) {
+        return ns - Math.floorMod(ns, seconds * 1_000_000_000L);
+    }
+
     private void absorb(DiskWindow w, int seconds, Context ctx) throws Exception {
-        long lengthNs = seconds * 1_000_000_000L;
-        long startNs = w.startNs - Math.floorMod(w.startNs, lengthNs);
+        long startNs = periodStartNs(w.startNs, seconds);
         LatencySpan span = spans.get(seconds);
         if (span != null && startNs < span.startNs) {
             outOfOrder.inc();
-            String reason = "out of order: a " + w.windowSeconds + " s window of " + w.key() + " at " + w.startNs
-                    + " came after its " + seconds + " s latency rollup had moved on to " + span.startNs;
-            ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, w.key(), reason, "{}", DeadLetters.wallClockNs()));
+            deadLetter(w, "out of order: a " + w.windowSeconds + " s window of " + w.key() + " at " + w.startNs
+                    + " came after its " + seconds + " s latency rollup had moved on to " + span.startNs, ctx);
             return;
         }
         if (span == null || startNs > span.startNs) {
             LatencySpan next = new LatencySpan(w.host, w.disk, startNs);
+            if (span != null) {
+                earlier.put(seconds, span);
+            }
             if (seconds == periodSeconds.get(0)) {
                 // One timer per disk, at the end of its minute. It fires only with the final
                 // watermark of a bounded input: a live disk's windows close its minutes first.
@@ -105,7 +119,37 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
         }
         span.absorb(w.ops);
         spans.put(seconds, span);
-        unsent.update(true);
+    }
+
+    /** Adds late histograms to each period they fall in, if every one of them is still held. */
+    private void amend(DiskWindow w, Context ctx) throws Exception {
+        List<MapState<Integer, LatencySpan>> holders = new ArrayList<>();
+        for (int seconds : periodSeconds) {
+            long startNs = periodStartNs(w.startNs, seconds);
+            MapState<Integer, LatencySpan> holder = holds(spans, seconds, startNs) ? spans
+                    : holds(earlier, seconds, startNs) ? earlier : null;
+            if (holder == null) {
+                outOfOrder.inc();
+                deadLetter(w, "too late: histograms of " + w.key() + " for its " + w.windowSeconds + " s window at "
+                        + w.startNs + " came after its " + seconds + " s latency rollup had moved on", ctx);
+                return;
+            }
+            holders.add(holder);
+        }
+        for (int i = 0; i < periodSeconds.size(); i++) {
+            LatencySpan span = holders.get(i).get(periodSeconds.get(i));
+            span.absorb(w.ops);
+            holders.get(i).put(periodSeconds.get(i), span);
+        }
+    }
+
+    private static boolean holds(MapState<Integer, LatencySpan> spans, int seconds, long startNs) throws Exception {
+        LatencySpan span = spans.get(seconds);
+        return span != null && span.startNs == startNs;
+    }
+
+    private static void deadLetter(DiskWindow w, String reason, Context ctx) {
+        ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, w.key(), reason, "{}", DeadLetters.wallClockNs()));
     }
 
     private long minuteEndMs(LatencySpan minute) {
@@ -113,16 +157,16 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
     }
 
     private void sendUnsent(Collector<OutputRecord> out) throws Exception {
-        if (!Boolean.TRUE.equals(unsent.value())) {
-            return;
-        }
         for (int seconds : periodSeconds) {
-            LatencySpan span = spans.get(seconds);
-            if (span != null) {
-                send(seconds, span, out);
+            for (MapState<Integer, LatencySpan> held : List.of(earlier, spans)) {
+                LatencySpan span = held.get(seconds);
+                if (span != null && span.unsent) {
+                    send(seconds, span, out);
+                    span.unsent = false;
+                    held.put(seconds, span);
+                }
             }
         }
-        unsent.update(false);
     }
 
     private static void send(int seconds, LatencySpan span, Collector<OutputRecord> out) {
@@ -162,7 +206,7 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
                 ctx.timerService().deleteEventTimeTimer(minuteEndMs(minute));
             }
             spans.clear();
-            unsent.clear();
+            earlier.clear();
             silence.clear();
         } else {
             silence.checkAfterLastHeard(ctx.timerService(), silentMs >= idleMs ? forgetAfterMs : idleMs);

@@ -6,12 +6,15 @@ import io.iopipe.jobs.detect.Saturating;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** One disk's kernel latency histograms per op over one rollup period, and how many 1 min windows they sum. */
+/** One disk's kernel latency histograms per op over one rollup period, and how many windows and amendments they sum. */
 public class LatencySpan {
     public String host;
     public String disk;
     public long startNs;
+    /** How many windows and amendments it sums: each send of the period counts more than the last. */
     public int revision;
+    /** Whether it holds what has not been sent. */
+    public boolean unsent;
     public Map<String, KernelLatency> ops = new TreeMap<>();
 
     /** An op's three kernel histograms and its errors: what a rollup keeps of a window's {@link OpLatency}. */
@@ -54,5 +57,6 @@ public class LatencySpan {
             op.errors = Saturating.add(op.errors, window.errors);
         }
         revision++;
+        unsent = true;
     }
 }

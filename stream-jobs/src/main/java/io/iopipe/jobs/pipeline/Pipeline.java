@@ -48,6 +48,11 @@ public final class Pipeline {
         /** A disk silent this long on the wall clock has its open windows closed. */
         public Duration diskIdleness = Duration.ofMinutes(1);
         public Duration diskForgottenAfter = Duration.ofMinutes(10);
+        /**
+         * How long after its window closed a late kernel histogram is still counted in the
+         * latency rollups; at most their shortest period, so it amends that period or the one before.
+         */
+        public Duration allowedLateness = Duration.ofMinutes(1);
         /** The latency rollups' periods (io.latency.v1), shortest first: each a multiple of the first window length. */
         public List<Integer> latencyPeriodSeconds = LatencyPeriods.seconds();
     }
@@ -62,6 +67,10 @@ public final class Pipeline {
         // Longer windows and the latency rollups are summed from the first windows.
         requireMultiplesOfFirstWindow(config.windowSeconds, "window lengths", config);
         requireMultiplesOfFirstWindow(config.latencyPeriodSeconds, "latency rollup periods", config);
+        if (config.allowedLateness.isNegative() || config.allowedLateness.toSeconds() > config.latencyPeriodSeconds.get(0)) {
+            throw new IllegalArgumentException("allowed lateness " + config.allowedLateness + ": from 0 to the shortest "
+                    + "latency rollup period, " + config.latencyPeriodSeconds.get(0) + " s, whose rollups it amends");
+        }
         // Chained operators hand records on without copying them: every function here makes
         // new objects for what it emits and never changes what it receives.
         input.getExecutionEnvironment().getConfig().enableObjectReuse();
@@ -83,17 +92,20 @@ public final class Pipeline {
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
         int base = config.windowSeconds.get(0);
-        SingleOutputStreamOperator<DiskWindow> windows = measures
+        SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = measures
                 .keyBy(DiskRecord::key)
                 .process(new DiskWindows(base, config))
                 .name(base + "s windows").uid("windows-" + base + "s");
+        // Amendments travel with the windows, so the rollups never see one before its window.
+        DataStream<DiskWindow> windows = windowsAndAmendments
+                .filter(w -> !w.amendsClosedWindow).name(base + "s windows, not amendments").uid("windows-not-amendments");
         out = out.union(records(windows, base),
-                windows.getSideOutput(LATE_RECORDS).map(new LateRecordToDeadLetter(base))
+                windowsAndAmendments.getSideOutput(LATE_RECORDS).map(new LateRecordToDeadLetter(base, config.allowedLateness))
                         .name("late records").uid("late-records"),
                 windows.keyBy(DiskWindow::key)
                         .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
                         .name("detectors").uid("detectors"),
-                latencyRollups(windows, config));
+                latencyRollups(windowsAndAmendments, config));
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
             SingleOutputStreamOperator<DiskWindow> longer = windows
                     .keyBy(DiskWindow::key)
@@ -131,10 +143,12 @@ public final class Pipeline {
     /** A late record is counted and kept as a dead letter: late data is never dropped silently. */
     static final class LateRecordToDeadLetter extends RichMapFunction<DiskRecord, OutputRecord> {
         private final int windowSeconds;
+        private final long allowedLatenessS;
         private transient Counter late;
 
-        LateRecordToDeadLetter(int windowSeconds) {
+        LateRecordToDeadLetter(int windowSeconds, Duration allowedLateness) {
             this.windowSeconds = windowSeconds;
+            this.allowedLatenessS = allowedLateness.toSeconds();
         }
 
         @Override
@@ -145,7 +159,8 @@ public final class Pipeline {
         @Override
         public OutputRecord map(DiskRecord r) {
             late.inc();
-            String reason = "late: the " + windowSeconds + " s window holding this " + r.describe() + " had already closed";
+            String reason = "late: the " + windowSeconds + " s window holding this " + r.describe() + " had already closed"
+                    + (r.hist == null ? "" : " (if it closed within " + allowedLatenessS + " s, the latency rollups count it)");
             ObjectNode raw = Json.object();
             raw.put("host", r.host).put("disk", r.disk).put("ts_ns", r.tsNs);
             return DeadLetters.of("stream-jobs/windows", r.key(), reason, Json.write(raw), DeadLetters.wallClockNs());

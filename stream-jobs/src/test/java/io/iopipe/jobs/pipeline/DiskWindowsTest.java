@@ -128,6 +128,34 @@ class DiskWindowsTest {
         assertEquals(List.of("web-1/sdb@10s:10", "web-1/sdb@20s:10"), windows(), "17 s is within the out-of-orderness");
     }
 
+    private List<Boolean> amendments() {
+        return harness.extractOutputValues().stream().map(w -> w.amendsClosedWindow).toList();
+    }
+
+    @Test
+    void aLateHistogramAmendsItsClosedWindowOnceForTheRollups() throws Exception {
+        second("web-1", T0_MS + SECOND_MS, 10);
+        second("web-1", T0_MS + 21 * SECOND_MS, 10);
+        feed(reads("web-1", T0_MS + 3 * SECOND_MS, 4));
+        feed(reads("web-1", T0_MS + 3 * SECOND_MS, 4));
+        feed(reads("web-1", T0_MS + SECOND_MS, 10));
+        feed(diskstats("web-1", T0_MS + 3 * SECOND_MS, 4));
+        assertEquals(List.of("web-1/sdb@0s:10", "web-1/sdb@0s:4"), windows());
+        assertEquals(List.of(false, true), amendments());
+        assertEquals(2, late(), "the new histogram and the diskstats are late for the detectors; the resends were counted");
+    }
+
+    @Test
+    void aHistogramLaterThanTheAllowedLatenessIsOnlyLate() throws Exception {
+        second("web-1", T0_MS + SECOND_MS, 10);
+        second("web-1", T0_MS + 21 * SECOND_MS, 10);
+        long closedMs = T0_MS + 10 * SECOND_MS + config.outOfOrderness.toMillis() + config.allowedLateness.toMillis();
+        second("web-1", closedMs + 10 * SECOND_MS, 10);
+        feed(reads("web-1", T0_MS + 3 * SECOND_MS, 4));
+        assertEquals(List.of(false, false), amendments());
+        assertEquals(1, late());
+    }
+
     @Test
     void aSilentDiskHasItsWindowsClosedThenIsForgottenWithItsTimers() throws Exception {
         feed(reads("web-1", T0_MS + SECOND_MS, 10));

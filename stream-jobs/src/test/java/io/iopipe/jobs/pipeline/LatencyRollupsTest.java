@@ -168,12 +168,55 @@ class LatencyRollupsTest {
     void aWindowFromAPeriodAlreadyLeftIsADeadLetterNotACount() throws Exception {
         lastOfMinute(61, 10);
         lastOfMinute(59, 7);
-        assertEquals(List.of("60@61 r1:10/0", "3600@60 r1:10/0", "86400@0 r1:10/0",
-                "60@61 r1:10/0", "3600@60 r1:10/0", "86400@0 r2:17/0"), deviceRollups(),
-                "the day still takes it; the minute and hour it left are sent again as they were");
+        assertEquals(List.of("60@61 r1:10/0", "3600@60 r1:10/0", "86400@0 r1:10/0", "86400@0 r2:17/0"), deviceRollups(),
+                "the day still takes it");
         List<String> deadLetters = harness.getSideOutput(Pipeline.DEAD_LETTERS).stream().map(r -> r.getValue().json).toList();
         assertEquals(2, deadLetters.size(), deadLetters.toString());
         assertTrue(deadLetters.get(1).contains("its 3600 s latency rollup had moved on"), deadLetters.toString());
+    }
+
+    /** Late kernel histograms of the disk's `index`-th 10 s window, after it closed. */
+    private void amendment(long index, long reads) throws Exception {
+        DiskWindow w = withReads(window(index), reads, 0);
+        w.amendsClosedWindow = true;
+        send(w);
+    }
+
+    @Test
+    void anAmendmentOfTheCurrentMinuteIsSentWithIt() throws Exception {
+        for (int i = 0; i < 5; i++) {
+            tenSeconds(i, 10, 0);
+        }
+        amendment(2, 3);
+        assertEquals(List.of(), deviceRollups(), "an amendment closes nothing");
+        tenSeconds(5, 10, 0);
+        assertEquals(List.of("60@0 r7:63/0", "3600@0 r7:63/0", "86400@0 r7:63/0"), deviceRollups());
+    }
+
+    @Test
+    void anAmendmentOfTheMinuteBeforeSendsItAgainWithAHigherRevision() throws Exception {
+        for (int i = 0; i < 7; i++) {
+            tenSeconds(i, 10, 0);
+        }
+        amendment(4, 3);
+        for (int i = 7; i < 12; i++) {
+            tenSeconds(i, 10, 0);
+        }
+        assertEquals(List.of("60@0 r6:60/0", "3600@0 r6:60/0", "86400@0 r6:60/0",
+                "60@0 r7:63/0", "60@1 r6:60/0", "3600@0 r13:123/0", "86400@0 r13:123/0"), deviceRollups());
+    }
+
+    @Test
+    void anAmendmentOfAMinuteNoLongerHeldIsADeadLetterAndCountsNowhere() throws Exception {
+        for (int minute = 0; minute < 3; minute++) {
+            lastOfMinute(minute, 10);
+        }
+        amendment(3, 3);
+        harness.setProcessingTime(IDLE_MS);
+        assertEquals(9, deviceRollups().size(), "nothing is sent again: " + deviceRollups());
+        List<String> deadLetters = harness.getSideOutput(Pipeline.DEAD_LETTERS).stream().map(r -> r.getValue().json).toList();
+        assertEquals(1, deadLetters.size(), deadLetters.toString());
+        assertTrue(deadLetters.get(0).contains("too late"), deadLetters.toString());
     }
 
     @Test
