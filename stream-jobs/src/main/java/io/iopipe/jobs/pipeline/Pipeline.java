@@ -109,7 +109,7 @@ public final class Pipeline {
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
             SingleOutputStreamOperator<DiskWindow> longer = windows
                     .keyBy(DiskWindow::key)
-                    .process(new RollUpWindows(seconds, config.diskIdleness.toMillis()))
+                    .process(new RollUpWindows(seconds, config.diskIdleness.toMillis(), config.diskForgottenAfter.toMillis()))
                     .name(seconds + "s windows").uid("windows-" + seconds + "s");
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
         }

@@ -16,26 +16,34 @@ import org.apache.flink.util.Collector;
  * records are windowed once, on the disk's own clock, and lateness means one thing.
  * A disk's short windows come in time order, so a window from a later span, or the
  * last one of the span, closes the span. A disk silent for {@code idleMs} of wall
- * clock has its span closed; the final watermark of a bounded input closes every span.
+ * clock has its span sent as it stands and kept: if the disk speaks again within the
+ * span, the span is sent again whole when it closes, and replaces the partial one
+ * (a window's identity is its disk, length and start). Silent for {@code forgetAfterMs},
+ * it is forgotten. The final watermark of a bounded input closes every span.
  */
 public class RollUpWindows extends KeyedProcessFunction<String, DiskWindow, DiskWindow> {
     static final String STAGE = "stream-jobs/roll-up";
     private final int windowSeconds;
     private final long lengthNs;
     private final long idleMs;
+    private final long forgetAfterMs;
     private transient ValueState<DiskWindow> span;
+    /** Whether the span was sent as it stands (on silence): nothing new to send at its close. */
+    private transient ValueState<Boolean> spanSent;
     private transient Silence silence;
     private transient Counter outOfOrder;
 
-    public RollUpWindows(int windowSeconds, long idleMs) {
+    public RollUpWindows(int windowSeconds, long idleMs, long forgetAfterMs) {
         this.windowSeconds = windowSeconds;
         this.lengthNs = windowSeconds * 1_000_000_000L;
         this.idleMs = idleMs;
+        this.forgetAfterMs = forgetAfterMs;
     }
 
     @Override
     public void open(OpenContext openContext) {
         span = getRuntimeContext().getState(new ValueStateDescriptor<>("open-span", DiskWindow.class));
+        spanSent = getRuntimeContext().getState(new ValueStateDescriptor<>("open-span-sent", Boolean.class));
         silence = new Silence(getRuntimeContext());
         outOfOrder = getRuntimeContext().getMetricGroup().counter("rolled_up_windows_out_of_order_total");
     }
@@ -53,7 +61,11 @@ public class RollUpWindows extends KeyedProcessFunction<String, DiskWindow, Disk
             return;
         }
         if (open != null && startNs > open.startNs) {
-            close(open, ctx, out);
+            if (spanSent.value() == null) {
+                close(open, ctx, out);
+            } else {
+                forget(open, ctx);
+            }
             open = null;
         }
         if (open == null) {
@@ -64,6 +76,7 @@ public class RollUpWindows extends KeyedProcessFunction<String, DiskWindow, Disk
             ctx.timerService().registerEventTimeTimer(open.endNs / 1_000_000L - 1);
         }
         open.absorbMeasures(w);
+        spanSent.clear();
         if (w.endNs == open.endNs) {
             close(open, ctx, out);
         } else {
@@ -72,28 +85,50 @@ public class RollUpWindows extends KeyedProcessFunction<String, DiskWindow, Disk
     }
 
     private void close(DiskWindow w, Context ctx, Collector<DiskWindow> out) {
-        ctx.timerService().deleteEventTimeTimer(w.endNs / 1_000_000L - 1);
         out.collect(w);
+        forget(w, ctx);
+    }
+
+    private static DiskWindow copyOf(DiskWindow w) {
+        DiskWindow copy = new DiskWindow().absorbMeasures(w);
+        copy.startNs = w.startNs;
+        copy.endNs = w.endNs;
+        copy.windowSeconds = w.windowSeconds;
+        return copy;
+    }
+
+    private void forget(DiskWindow w, Context ctx) {
+        ctx.timerService().deleteEventTimeTimer(w.endNs / 1_000_000L - 1);
         span.clear();
+        spanSent.clear();
     }
 
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
+        DiskWindow open = span.value();
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
-            DiskWindow open = span.value();
-            if (open != null) {
+            if (open != null && spanSent.value() == null) {
                 close(open, ctx, out);
             }
             return;
         }
-        if (silence.silentForMs(ctx.timerService()) >= idleMs) {
-            DiskWindow open = span.value();
+        long silentMs = silence.silentForMs(ctx.timerService());
+        if (silentMs < idleMs) {
+            silence.checkAfterLastHeard(ctx.timerService(), idleMs);
+            return;
+        }
+        if (open != null && spanSent.value() == null) {
+            // A copy: the span kept may take more windows, and what was emitted is never changed.
+            out.collect(copyOf(open));
+            spanSent.update(true);
+        }
+        if (open == null || silentMs >= forgetAfterMs) {
             if (open != null) {
-                close(open, ctx, out);
+                forget(open, ctx);
             }
             silence.clear();
         } else {
-            silence.checkAfterLastHeard(ctx.timerService(), idleMs);
+            silence.checkAfterLastHeard(ctx.timerService(), forgetAfterMs);
         }
     }
 }

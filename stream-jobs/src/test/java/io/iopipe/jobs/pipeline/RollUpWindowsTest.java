@@ -17,13 +17,14 @@ class RollUpWindowsTest {
     static final long T0_NS = 1_763_700_000_000_000_000L;
     static final long TEN_S_NS = 10_000_000_000L;
     static final long IDLE_MS = 60_000L;
+    static final long FORGET_MS = 600_000L;
 
     private KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, DiskWindow> harness;
 
     @BeforeEach
     void open() throws Exception {
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new RollUpWindows(60, IDLE_MS)), DiskWindow::key, Types.STRING);
+                new KeyedProcessOperator<>(new RollUpWindows(60, IDLE_MS, FORGET_MS)), DiskWindow::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.open();
     }
@@ -72,11 +73,42 @@ class RollUpWindowsTest {
     }
 
     @Test
-    void aSilentDiskHasItsMinuteClosedAndLeavesNothing() throws Exception {
+    void aSilentDiskHasItsMinuteSentThenIsForgotten() throws Exception {
         tenSeconds(0, 5);
         harness.setProcessingTime(IDLE_MS);
         assertEquals(List.of("0+60s:5/5/10"), minutes());
+        harness.setProcessingTime(FORGET_MS);
+        assertEquals(List.of("0+60s:5/5/10"), minutes(), "sent once");
         assertEquals(0, harness.numKeyedStateEntries());
         assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers());
+    }
+
+    @Test
+    void aDiskHeardAgainWithinTheMinuteItWasSilentInHasTheWholeMinuteSentAgain() throws Exception {
+        tenSeconds(0, 5);
+        harness.setProcessingTime(IDLE_MS);
+        tenSeconds(3, 7);
+        tenSeconds(5, 2);
+        tenSeconds(6, 1);
+        assertEquals(List.of("0+60s:5/5/10", "0+60s:14/14/30"), minutes(), "the later one holds the first part too");
+        harness.setProcessingTime(IDLE_MS + FORGET_MS);
+        assertEquals(List.of("0+60s:5/5/10", "0+60s:14/14/30", "6+60s:1/1/10"), minutes());
+    }
+
+    @Test
+    void aSilenceCheckFiringLateSendsTheMinuteBeforeForgettingIt() throws Exception {
+        tenSeconds(0, 5);
+        harness.setProcessingTime(FORGET_MS);
+        assertEquals(List.of("0+60s:5/5/10"), minutes());
+        assertEquals(0, harness.numKeyedStateEntries());
+    }
+
+    @Test
+    void aMinuteSentOnSilenceIsNotSentAgainWhenTheNextBegins() throws Exception {
+        tenSeconds(0, 5);
+        harness.setProcessingTime(IDLE_MS);
+        tenSeconds(7, 3);
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("0+60s:5/5/10", "6+60s:3/3/10"), minutes());
     }
 }
