@@ -41,9 +41,8 @@ def wait_until_stored(client, db, records, what):
     want.update(Counter(warehouse_fixture.stored_table(r) for r in records if r["schema"] != warehouse_fixture.ROLLUP))
 
     def stored():
-        return {t: tuple(map(int, client.rows(f"SELECT count(), sum(count), sum(revision) FROM {db}.{t} FINAL "
-                                               f"WHERE {where}")[0]))
-                if isinstance(n, tuple) else count(client, f"{db}.{t}", where) for t, n in want.items()}
+        return {t: warehouse_fixture.stored_final(client.rows, db, t, where) if isinstance(n, tuple)
+                else count(client, f"{db}.{t}", where) for t, n in want.items()}
 
     def reached(n, wanted):
         return all(a >= b for a, b in zip(n, wanted)) if isinstance(n, tuple) else n >= wanted
@@ -232,9 +231,8 @@ def test_a_replayed_topic_is_stored_once(migrated):
     assert set(expected) == {"windows", "diskstats", "histograms", "anomalies", "health", *stack.LATENCY_ROLLUPS}
     ios = sum(h["count"] for h in fleet.by_schema("io.hist.v1"))
     for table, (rows, rolled_up, revisions) in expected.items():
-        columns = "count(), sum(count), sum(revision)" if rolled_up else "count(), 0, 0"
-        stored = reader.rows(f"SELECT {columns} FROM iopipe.{table} FINAL WHERE host LIKE '{fleet.host_a[:-2]}%'")
-        assert tuple(int(n) for n in stored[0]) == (rows, rolled_up, revisions), table
+        stored = warehouse_fixture.stored_final(reader.rows, "iopipe", table, f"host LIKE '{fleet.host_a[:-2]}%'")
+        assert stored == (rows, rolled_up, revisions), table
         assert rolled_up in (0, ios), table
 
 

@@ -69,9 +69,7 @@ def test_a_replayed_record_is_stored_once(engine):
     expected = warehouse_fixture.stored_once(fleet.records)
     ios = sum(h["count"] for h in fleet.by_schema("io.hist.v1"))
     for table, (rows, rolled_up, revisions) in expected.items():
-        columns = "count(), sum(count), sum(revision)" if rolled_up else "count(), 0, 0"
-        stored = tuple(int(n) for n in engine.rows(f"SELECT {columns} FROM {db}.{table} FINAL")[0])
-        assert stored == (rows, rolled_up, revisions), table
+        assert warehouse_fixture.stored_final(engine.rows, db, table) == (rows, rolled_up, revisions), table
         assert rolled_up in (0, ios), f"{table}: the rollups count {rolled_up} of the histograms' {ios} I/Os"
     assert {table for table, (_, rolled_up, _) in expected.items() if rolled_up} == set(
         t.removesuffix("_kafka") for t in migrate.kafka_tables_of(warehouse_fixture.TOPICS[warehouse_fixture.ROLLUP]))

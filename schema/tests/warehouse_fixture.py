@@ -69,6 +69,14 @@ def stored_once(records):
     return stored
 
 
+def stored_final(rows, db, table, where="1"):
+    """(rows, I/Os, revisions) `table` holds read with FINAL, as `stored_once` counts them;
+    `rows(sql)` runs a query on a server or chdb."""
+    rolled_up = table in [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(TOPICS[ROLLUP])]
+    columns = "count(), sum(count), sum(revision)" if rolled_up else "count(), 0, 0"
+    return tuple(int(n) for n in rows(f"SELECT {columns} FROM {db}.{table} FINAL WHERE {where}")[0])
+
+
 def cookbook_runner(client, db="iopipe"):
     """`run(name, params)`: a cookbook query on `client` (server or chdb), rows as dicts."""
     def run(name, params):
