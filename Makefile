@@ -121,7 +121,7 @@ bench-agent: agent
 bench-warehouse: deps images
 	@python3 schema/bench/warehouse.py
 
-# ClickHouse reading agent histograms from Kafka into four tables, against a plain consumer.
+# ClickHouse reading agent histograms from Kafka into its tables, against a plain consumer.
 bench-ingest: deps images
 	@$(PYTHON) schema/bench/ingest.py
 

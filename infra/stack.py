@@ -44,7 +44,9 @@ CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordin
 CLICKHOUSE_CLUSTER = "iopipe"  # the replicas' <remote_servers> name (infra/clickhouse/start-clickhouse.sh)
 CLICKHOUSE_REPLICAS = (1, 2)  # compose.cluster.yaml's clickhouse-1 and clickhouse-2
 JOB_JAR = REPO / "stream-jobs" / "target" / "iopipe-stream-jobs.jar"
-TOPICS = json.loads((REPO / "schema" / "topics.json").read_text())["topics"]
+# Every topic Kafka must have: the agents', the stream job's and those the job passes accepted agent records on to.
+_TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
+TOPICS = _TOPICS_JSON["topics"] + _TOPICS_JSON["accepted"]
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
 FLINK_VERSION = "2.3.0"
 FLINK_WHEELS = {  # pip requirement -> what it brings

@@ -6,17 +6,20 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-TOPICS = {t["record"]: t["name"]
-          for t in json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())["topics"]}
+TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
+TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
+# Where the stream job passes on the agent records it accepted: ClickHouse's raw tables read these.
+ACCEPTED_TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["accepted"]}
 
 
-def produce(brokers, records, wait=True):
-    """Each record to its topic, keyed host/disk as the agents and the job key them. Without
-    `wait`, returns the producer with what it has not delivered yet (it retries for 5 min)."""
+def produce(brokers, records, wait=True, topics=TOPICS):
+    """Each record to its topic in `topics` (by record schema), keyed host/disk as the agents
+    and the job key them. Without `wait`, returns the producer with what it has not
+    delivered yet (it retries for 5 min)."""
     producer = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "linger.ms": 20,
                          "message.timeout.ms": 300_000})
     for record in records:
-        producer.produce(TOPICS[record["schema"]], key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
+        producer.produce(topics[record["schema"]], key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
         producer.poll(0)
     if wait:
         assert producer.flush(60) == 0, "every record delivered to Kafka"

@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 
 import scenarios
 import stack
-from kafka_records import dead_letters_naming, produce
+from kafka_records import ACCEPTED_TOPICS, dead_letters_naming, produce
 
 sys.path[:0] = [str(stack.REPO / "schema" / "queries"), str(stack.REPO / "schema" / "tests")]
 import cookbook  # noqa: E402
@@ -22,6 +22,7 @@ import retention  # noqa: E402
 import warehouse_fixture  # noqa: E402
 
 NS = 1_000_000_000
+INGESTED_FROM = warehouse_fixture.INGESTED_FROM  # with no job running, a test passes the agent records on itself
 DAY_S = 86400
 
 
@@ -94,6 +95,8 @@ def test_an_upgrade_keeps_the_rollups_history_and_its_new_tables_read_what_kafka
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
     from_job = next(m.version for m in migrate.discover() if m.name == "latency_from_job")
     migrator.up(to_version=from_job - 1)
+    raw = [r for r in fleet.records if r["schema"] in ACCEPTED_TOPICS]
+    wait_until_stored(admin, db, raw, "the raw records, read from the agent topics before the upgrade")
     ios_of = {host: sum(h["count"] for h in fleet.by_schema("io.hist.v1") if h["host"] == host)
               for host in (fleet.host_a, fleet.host_b)}
 
@@ -112,6 +115,39 @@ def test_an_upgrade_keeps_the_rollups_history_and_its_new_tables_read_what_kafka
         sums = admin.rows(f"SELECT host, disk, op, period, revision, count FROM {db}.{table} FINAL "
                           f"WHERE host LIKE '{fleet.host_a[:-2]}%' AND revision != 2")
         assert not sums, f"{table}: sums the job's rollups did not replace: {sums}"
+    migrator.down()
+
+
+def test_an_upgrade_keeps_the_raw_tables_history_and_reads_on_from_the_accepted_topics(warehouse):
+    """Raw tables that read the agent topics, upgraded to read what the stream job accepted
+    (0015): what they held stays; the new Kafka tables read the accepted topics from their
+    start, a record read before from the agent topic replacing its twin; and a record
+    only on an agent topic (no job here accepts it) is no longer stored."""
+    ports, users = warehouse
+    admin = users.client(ports, "admin")
+    fleet = warehouse_fixture.fleet(int(time.time()), f"ac{uuid.uuid4().hex[:6]}")
+    raw = [r for r in fleet.records if r["schema"] in ACCEPTED_TOPICS]
+    before = [r for r in raw if r["host"] == fleet.host_a]
+    db = f"accepted_{uuid.uuid4().hex[:8]}"
+    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
+    reads_accepted = next(m.version for m in migrate.discover() if m.name == "raw_tables_read_accepted")
+    migrator.up(to_version=reads_accepted - 1)
+    produce(ports.brokers, before)
+    wait_until_stored(admin, db, before, "host a's raw records, read from the agent topics")
+    migrator.up()
+    unaccepted = [{**r, "host": r["host"] + "-x"} for r in raw]
+    produce(ports.brokers, unaccepted)
+    produce(ports.brokers, raw, topics=ACCEPTED_TOPICS)
+    want = Counter(warehouse_fixture.stored_table(r) for r in raw)
+    hosts = f"host IN ('{fleet.host_a}', '{fleet.host_b}')"
+
+    def stored_final():
+        return {table: warehouse_fixture.stored_final(admin.rows, db, table, hosts)[0] for table in want}
+    stack.wait_for("both hosts' raw records, read from the accepted topics", lambda: stored_final() == want, timeout_s=120)
+    time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s): the agent topics' records had their chance
+    assert stored_final() == want
+    for table in want:
+        assert count(admin, f"{db}.{table}", "host LIKE '%-x'") == 0, f"{table} stored a record no job accepted"
     migrator.down()
 
 
@@ -175,7 +211,7 @@ def test_every_cookbook_query_answers_on_the_18_16_server(migrated):
     ports, users = migrated
     assert warehouse_fixture.checked_queries() == set(cookbook.names()), "every cookbook query has a check"
     fleet = warehouse_fixture.fleet(int(time.time()), f"ck{uuid.uuid4().hex[:6]}")
-    produce(ports.brokers, fleet.records)
+    produce(ports.brokers, fleet.records, topics=INGESTED_FROM)
     reader = users.client(ports, "reader")
     wait_until_stored(reader, "iopipe", fleet.records, "the fleet's records in ClickHouse")
 
@@ -190,7 +226,7 @@ def test_a_malformed_message_is_skipped_and_its_neighbours_kept(migrated):
     producer = Producer({"bootstrap.servers": ports.brokers})
     for value in ([json.dumps(r) for r in before] + ["{not json", json.dumps({**before[0], "count": "many"})]
                   + [json.dumps(r) for r in after]):
-        producer.produce("io.hist.v1", key=f"{host}-a/sdb", value=value)
+        producer.produce(INGESTED_FROM["io.hist.v1"], key=f"{host}-a/sdb", value=value)
     producer.flush(30)
     wait_until_stored(users.client(ports, "reader"), "iopipe", before + after, "good histograms around bad ones")
 
@@ -207,7 +243,7 @@ def test_a_steady_stream_is_stored_while_it_flows(migrated):
     deadline = time.monotonic() + flow_s
     while time.monotonic() < deadline and not stored:
         record = {**template, "host": host, "start_ns": time.time_ns(), "end_ns": time.time_ns() + NS}
-        producer.produce("io.hist.v1", key=f"{host}/{record['disk']}", value=json.dumps(record))
+        producer.produce(INGESTED_FROM["io.hist.v1"], key=f"{host}/{record['disk']}", value=json.dumps(record))
         producer.flush(10)
         sent += 1
         time.sleep(every_s)
@@ -223,9 +259,9 @@ def test_a_replayed_topic_is_stored_once(migrated):
     ports, users = migrated
     fleet = warehouse_fixture.fleet(int(time.time()), f"re{uuid.uuid4().hex[:6]}")
     reader = users.client(ports, "reader")
-    produce(ports.brokers, fleet.records)
+    produce(ports.brokers, fleet.records, topics=INGESTED_FROM)
     wait_until_stored(reader, "iopipe", fleet.records, "first delivery")
-    produce(ports.brokers, fleet.records)
+    produce(ports.brokers, fleet.records, topics=INGESTED_FROM)
     time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s)
     expected = warehouse_fixture.stored_once(fleet.records)
     assert set(expected) == {"windows", "diskstats", "histograms", "anomalies", "health", *stack.LATENCY_ROLLUPS}
@@ -273,6 +309,33 @@ def test_histograms_read_after_their_windows_closed_still_count_once_in_the_roll
         pytest.fail(f"S4's rollups {latency_rollups_of(pipeline.reader, host)}, its histograms {sent}")
     late = [letter for letter in dead_letters_naming(pipeline.ports.brokers, host) if "histogram of" in letter["reason"]]
     assert late, "the histograms came after their windows closed"
+
+
+def refused_by_the_contract(host):
+    """The shared invalid examples of the agent records, each breaking one rule of the
+    contract, sent as `host` (those whose fault is the host, the disk or the schema, which
+    would not reach the topic as `host`'s, are left out)."""
+    refused = []
+    for schema in ACCEPTED_TOPICS:
+        for case in warehouse_fixture.invalid_examples(schema):
+            if case["field"] not in ("host", "disk", "schema"):
+                refused.append({**case["record"], "host": host})
+    return refused
+
+
+def test_records_the_contract_refuses_are_dead_letters_never_stored_and_their_neighbours_are(pipeline):
+    """ClickHouse's raw tables read only what the live job accepted: the shared invalid
+    examples, sent between S3's records, each come back as a dead letter and none is
+    stored; every good record is, once."""
+    host = f"refused-{uuid.uuid4().hex[:6]}"
+    good = shifted_to_now([{**r, "host": host} for r in scenarios.generate("S3")])
+    refused = refused_by_the_contract(host)
+    half = len(good) // 2
+    produce(pipeline.ports.brokers, good[:half] + refused + good[half:])
+    stack.wait_for("a dead letter for every refused record", timeout_s=120, check=lambda: len([
+        letter for letter in dead_letters_naming(pipeline.ports.brokers, host)
+        if letter["stage"] == "stream-jobs/decode"]) == len(refused))
+    wait_until_stored(pipeline.reader, "iopipe", good, "S3's good records")
 
 
 def test_live_pipeline_records_land_once_each_within_seconds(pipeline):

@@ -18,7 +18,8 @@ import k8s_schemas
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "infra" / "k8s"
-TOPICS = json.loads((REPO / "schema" / "topics.json").read_text())["topics"]
+TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
+TOPICS = TOPICS_JSON["topics"] + TOPICS_JSON["accepted"]
 NAMESPACE = "iopipe"
 CUSTOM_KINDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "FlinkDeployment"}
 # Flink 2 versions that the CRD of FLINK_OPERATOR_VERSION cannot list (k8s_schemas.py).

@@ -79,10 +79,19 @@ def test_invalid_examples_fail_for_their_stated_reason(name):
 
 
 def test_topics_carry_known_records_keyed_by_disk():
-    topics = json.loads((SCHEMA / "topics.json").read_text())["topics"]
+    listed = json.loads((SCHEMA / "topics.json").read_text())
+    topics, accepted = listed["topics"], listed["accepted"]
     assert {t["record"] for t in topics} == set(NAMES)
-    assert len({t["name"] for t in topics}) == len(topics)
-    assert all(t["name"].endswith(".v1") and t["partitions"] >= 1 for t in topics)
+    every = topics + accepted
+    assert len({t["name"] for t in every}) == len(every)
+    assert all(t["name"].endswith(".v1") and t["partitions"] >= 1 for t in every)
+
+
+def test_each_agent_record_the_job_reads_has_an_accepted_topic():
+    listed = json.loads((SCHEMA / "topics.json").read_text())
+    agent = {t["record"]: t for t in listed["topics"] if t["producer"] == "agent" and t["record"] != "io.agent.v1"}
+    accepted = {t["record"]: t for t in listed["accepted"]}
+    assert set(accepted) == set(agent), "every agent record ClickHouse stores, and only those"
 
 
 def test_an_anomalys_evidence_text_is_its_evidence():

@@ -56,13 +56,21 @@ KAFKA = re.compile(r"CREATE TABLE IF NOT EXISTS db\.(\w+)\s.*ENGINE = Kafka", re
 def test_every_kafka_table_feeds_exactly_one_view():
     """On 18.16 a Kafka table's read delivers only to the views that existed when it began
     (see 0009), so a second view would miss the messages of a read in flight. A table with
-    no view does not read, so its one view may come in any later statement."""
-    statements = [sql for m in migrate.discover() for sql in m.statements("up", PARAMS)]
-    dropped = {sql.split()[4].split(".")[1] for sql in statements if sql.startswith("DROP TABLE")}
-    kafka_tables = {KAFKA.match(sql)[1] for sql in statements if KAFKA.match(sql)} - dropped
-    views_of = {}
-    for view, source in (VIEW.match(sql).groups() for sql in statements if VIEW.match(sql)):
-        views_of.setdefault(source, []).append(view)
+    no view does not read, so its one view may come in any later statement. The statements
+    are replayed in order: a later migration may drop a Kafka table and its view and make
+    them anew."""
+    kafka_tables, views_of = set(), {}
+    for sql in (sql for m in migrate.discover() for sql in m.statements("up", PARAMS)):
+        if sql.startswith("DROP TABLE"):
+            dropped = sql.split()[4].split(".")[1]
+            kafka_tables.discard(dropped)
+            views_of.pop(dropped, None)
+            views_of = {source: [v for v in views if v != dropped] for source, views in views_of.items()}
+        elif KAFKA.match(sql):
+            kafka_tables.add(KAFKA.match(sql)[1])
+        elif VIEW.match(sql):
+            view, source = VIEW.match(sql).groups()
+            views_of.setdefault(source, []).append(view)
     assert kafka_tables == {table for table, _, _ in migrate.kafka_table_definitions()}
     for table in kafka_tables:
         assert len(views_of.get(table, [])) == 1, f"{table} is read by {views_of.get(table)}: one view per Kafka table"

@@ -32,7 +32,7 @@ def engine(tmp_path_factory):
 def ingest(engine, db, fleet):
     """Each record kind into every Kafka table of its topic, as each consumes the whole
     topic: Null tables here, whose views fill the tables."""
-    for record, topic in warehouse_fixture.TOPICS.items():
+    for record, topic in warehouse_fixture.INGESTED_FROM.items():
         rows = fleet.ndjson(record)
         for table in migrate.kafka_tables_of(topic) if rows else ():
             engine.query(f"INSERT INTO {db}.{table} SETTINGS {INGESTION_SETTINGS} FORMAT JSONEachRow\n{rows}")
@@ -72,7 +72,7 @@ def test_a_replayed_record_is_stored_once(engine):
         assert warehouse_fixture.stored_final(engine.rows, db, table) == (rows, rolled_up, revisions), table
         assert rolled_up in (0, ios), f"{table}: the rollups count {rolled_up} of the histograms' {ios} I/Os"
     assert {table for table, (_, rolled_up, _) in expected.items() if rolled_up} == set(
-        t.removesuffix("_kafka") for t in migrate.kafka_tables_of(warehouse_fixture.TOPICS[warehouse_fixture.ROLLUP]))
+        t.removesuffix("_kafka") for t in migrate.kafka_tables_of(warehouse_fixture.INGESTED_FROM[warehouse_fixture.ROLLUP]))
 
 
 def test_the_fleets_records_keep_the_record_contract():

@@ -19,7 +19,10 @@ sys.path[:0] = [str(SCHEMA_DIR / "clickhouse"), str(SCHEMA_DIR / "queries")]
 import cookbook  # noqa: E402
 import migrate  # noqa: E402
 
-TOPICS = {t["record"]: t["name"] for t in json.loads((SCHEMA_DIR / "topics.json").read_text())["topics"]}
+TOPICS_JSON = json.loads((SCHEMA_DIR / "topics.json").read_text())
+# The topic ClickHouse reads each record from: the stream job's records from their topics,
+# the agent's from the topics the job passes those it accepted on to.
+INGESTED_FROM = {t["record"]: t["name"] for t in TOPICS_JSON["topics"] + TOPICS_JSON["accepted"]}
 WINDOW_TEMPLATE = json.loads((SCHEMA_DIR / "examples/io.window.v1.valid.ndjson").read_text().splitlines()[0])
 ROLLUP = "io.latency.v1"
 ROLLUP_PERIODS = sorted(json.loads((SCHEMA_DIR / f"records/{ROLLUP}.schema.json").read_text())["properties"]["period_s"]["enum"])
@@ -41,11 +44,18 @@ FAILING_EVIDENCE = {
     "service_ms": 180.5, "reasons": ["service time 180.5 ms is beyond the 60 ms any healthy rotational disk needs"]}
 
 
+def invalid_examples(record):
+    """The contract's invalid examples of `record`, {"why", "field", "record"}: each a valid
+    record but for one fault, in the field it names."""
+    text = (SCHEMA_DIR / f"examples/{record}.invalid.ndjson").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def stored_table(record):
     """The table a record lands in: each Kafka table is named after the table its view
     fills, and a topic's first Kafka table fills its record table (later ones, rollups).
     io.latency.v1 has a table per period, shortest first (0013)."""
-    tables = [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(TOPICS[record["schema"]])]
+    tables = [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(INGESTED_FROM[record["schema"]])]
     return tables[ROLLUP_PERIODS.index(record["period_s"])] if record["schema"] == ROLLUP else tables[0]
 
 
@@ -72,7 +82,7 @@ def stored_once(records):
 def stored_final(rows, db, table, where="1"):
     """(rows, I/Os, revisions) `table` holds read with FINAL, as `stored_once` counts them;
     `rows(sql)` runs a query on a server or chdb."""
-    rolled_up = table in [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(TOPICS[ROLLUP])]
+    rolled_up = table in [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(INGESTED_FROM[ROLLUP])]
     columns = "count(), sum(count), sum(revision)" if rolled_up else "count(), 0, 0"
     return tuple(int(n) for n in rows(f"SELECT {columns} FROM {db}.{table} FINAL WHERE {where}")[0])
 

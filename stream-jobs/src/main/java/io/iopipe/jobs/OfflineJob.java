@@ -74,6 +74,9 @@ public final class OfflineJob {
              BufferedWriter bad = Files.newBufferedWriter(rejects, StandardCharsets.UTF_8)) {
             while (results.hasNext()) {
                 OutputRecord r = results.next();
+                if (r.acceptedInput) {
+                    continue;  // the input file itself: only what the graph derives from it is written
+                }
                 boolean isReject = DeadLetters.SCHEMA.equals(r.schema);
                 Verdicts.print(r, System.out);
                 BufferedWriter to = isReject ? bad : good;

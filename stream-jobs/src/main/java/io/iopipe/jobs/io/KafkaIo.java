@@ -50,8 +50,8 @@ public final class KafkaIo {
     }
 
     /**
-     * One sink for everything the graph emits: each record goes to its schema's topic, keyed
-     * host/disk. A write counts once every in-sync copy has it (acks=all; the topics need
+     * One sink for everything the graph emits: each record goes to its schema's topic (an
+     * accepted agent record to its accepted topic), keyed host/disk. A write counts once every in-sync copy has it (acks=all; the topics need
      * min.insync.replicas of them), and the producer's retries never write it twice
      * (idempotence); a checkpoint completes only when everything before it is acknowledged.
      */
@@ -82,7 +82,7 @@ public final class KafkaIo {
     static final class RouteBySchema implements KafkaRecordSerializationSchema<OutputRecord> {
         @Override
         public ProducerRecord<byte[], byte[]> serialize(OutputRecord r, KafkaSinkContext ctx, Long timestamp) {
-            return new ProducerRecord<>(Topics.forRecord(r.schema),
+            return new ProducerRecord<>(Topics.of(r),
                     r.key.getBytes(StandardCharsets.UTF_8), r.json.getBytes(StandardCharsets.UTF_8));
         }
     }

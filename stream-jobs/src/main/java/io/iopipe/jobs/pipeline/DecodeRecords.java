@@ -6,6 +6,7 @@ import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.RecordDecoder;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -16,8 +17,9 @@ import org.apache.flink.util.Collector;
 
 /**
  * Decodes raw lines by their `schema`; anything invalid becomes a dead letter with the
- * reason. Valid records of a kind this graph does not consume (the agent's own
- * reports, the jobs' outputs fed back) are counted and passed over.
+ * reason. A valid agent record also goes, as it was sent, to the accepted side output
+ * (what ClickHouse's raw tables store). Valid records of a kind this graph does not
+ * consume (the agent's own reports, the jobs' outputs fed back) are counted and passed over.
  */
 public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/decode";
@@ -38,19 +40,22 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         try {
             JsonNode node = Json.parseObject(raw.text);
             String schema = RecordDecoder.schemaOf(node);
-            switch (schema) {
-                case DiskstatsSample.SCHEMA -> out.collect(DiskRecord.of(RecordDecoder.diskstats(node, raw.source, nowNs)));
-                case HistRecord.SCHEMA -> out.collect(DiskRecord.of(RecordDecoder.hist(node, nowNs)));
-                case IoEvent.SCHEMA -> out.collect(DiskRecord.of(RecordDecoder.event(node, nowNs)));
-                default -> {
-                    if (!Pipeline.isKnownRecord(schema)) {
-                        throw new DecodeException("unknown schema: " + schema);
-                    }
-                    passedOver.inc();
-                    return;
+            DiskRecord record = switch (schema) {
+                case DiskstatsSample.SCHEMA -> DiskRecord.of(RecordDecoder.diskstats(node, raw.source, nowNs));
+                case HistRecord.SCHEMA -> DiskRecord.of(RecordDecoder.hist(node, nowNs));
+                case IoEvent.SCHEMA -> DiskRecord.of(RecordDecoder.event(node, nowNs));
+                default -> null;
+            };
+            if (record == null) {
+                if (!Pipeline.isKnownRecord(schema)) {
+                    throw new DecodeException("unknown schema: " + schema);
                 }
+                passedOver.inc();
+                return;
             }
             decoded.inc();
+            ctx.output(Pipeline.ACCEPTED, OutputRecord.acceptedInput(schema, record.key(), raw.text));
+            out.collect(record);
         } catch (DecodeException e) {
             deadLettered.inc();
             ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, e.getMessage(), raw.text, nowNs));

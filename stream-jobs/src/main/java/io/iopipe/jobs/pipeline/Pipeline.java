@@ -24,10 +24,13 @@ import org.apache.flink.util.OutputTag;
 /**
  * The job graph, independent of where records come from and go to: the live job
  * wires it between Kafka topics, offline mode between files. Everything it emits
- * (windows, dead letters) comes out of one stream, told apart by `schema`.
+ * (windows, latency rollups, anomalies, health, dead letters, and the agent records it
+ * accepted, as they were sent) comes out of one stream, told apart by `schema` and
+ * `acceptedInput`.
  */
 public final class Pipeline {
     public static final OutputTag<OutputRecord> DEAD_LETTERS = new OutputTag<>("dead-letters") {};
+    static final OutputTag<OutputRecord> ACCEPTED = new OutputTag<>("accepted") {};
     static final OutputTag<DiskRecord> LATE_RECORDS = new OutputTag<>("late-records") {};
     private static final Set<String> KNOWN_RECORDS = Set.of(
             "io.event.v1", "io.hist.v1", "io.diskstats.v1", "io.window.v1",
@@ -90,7 +93,8 @@ public final class Pipeline {
                 .map(DiskRecord::of).returns(DiskRecord.class).name("wrap deltas").uid("wrap-deltas")
                 .union(decoded.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
 
-        DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
+        DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS)
+                .union(deltas.getSideOutput(DEAD_LETTERS), decoded.getSideOutput(ACCEPTED));
         int base = config.windowSeconds.get(0);
         SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = measures
                 .keyBy(DiskRecord::key)

@@ -9,28 +9,48 @@ import java.util.Map;
 
 /** Topic names from schema/topics.json, packed into the jar: one source of truth. */
 public final class Topics {
-    private static final Map<String, String> TOPIC_BY_RECORD = load();
+    private static final JsonNode TOPICS_JSON = load();
+    private static final Map<String, String> TOPIC_BY_RECORD = byRecord("topics");
+    private static final Map<String, String> ACCEPTED_TOPIC_BY_RECORD = byRecord("accepted");
 
     private Topics() {}
 
     public static String forRecord(String recordSchema) {
-        String topic = TOPIC_BY_RECORD.get(recordSchema);
+        return named(TOPIC_BY_RECORD, recordSchema, "topic");
+    }
+
+    /** Where the agent records of this schema that the job accepted go, as they were sent. */
+    public static String acceptedOf(String recordSchema) {
+        return named(ACCEPTED_TOPIC_BY_RECORD, recordSchema, "accepted topic");
+    }
+
+    /** The topic an output record goes to. */
+    public static String of(OutputRecord r) {
+        return r.acceptedInput ? acceptedOf(r.schema) : forRecord(r.schema);
+    }
+
+    private static String named(Map<String, String> topics, String recordSchema, String what) {
+        String topic = topics.get(recordSchema);
         if (topic == null) {
-            throw new IllegalArgumentException("schema/topics.json has no topic for " + recordSchema);
+            throw new IllegalArgumentException("schema/topics.json has no " + what + " for " + recordSchema);
         }
         return topic;
     }
 
-    private static Map<String, String> load() {
+    private static Map<String, String> byRecord(String list) {
+        Map<String, String> byRecord = new LinkedHashMap<>();
+        for (JsonNode topic : TOPICS_JSON.get(list)) {
+            byRecord.put(topic.get("record").asText(), topic.get("name").asText());
+        }
+        return byRecord;
+    }
+
+    private static JsonNode load() {
         try (InputStream in = Topics.class.getResourceAsStream("/schema/topics.json")) {
             if (in == null) {
                 throw new IllegalStateException("schema/topics.json is missing from the classpath: rebuild the jar");
             }
-            Map<String, String> byRecord = new LinkedHashMap<>();
-            for (JsonNode topic : Json.MAPPER.readTree(in).get("topics")) {
-                byRecord.put(topic.get("record").asText(), topic.get("name").asText());
-            }
-            return byRecord;
+            return Json.MAPPER.readTree(in);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
