@@ -578,21 +578,28 @@ def cluster_down(cluster=None):
         (CACHE / "cluster.json").unlink(missing_ok=True)  # the next cluster is formatted anew
 
 
+def _in_container(container, *command):
+    return subprocess.run(["docker", "exec", container, *command], capture_output=True, text=True, check=True).stdout
+
+
+def kafka_topic_command(kafka_container, *args):
+    """Kafka's TopicCommand in a Kafka container, against its own node: what it prints."""
+    port = _in_container(kafka_container, "sh", "-c", "echo ${KAFKA_PORT:-9092}").strip()
+    return _in_container(kafka_container, "java", "-Xmx256m", "-cp", "/opt/kafka/libs/*",
+                         "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", f"127.0.0.1:{port}", *args)
+
+
 def create_missing_topics(kafka_container):
     """Creates the topics of schema/topics.json a running Kafka lacks, with as many copies
     as it gives its own: it creates them only when it starts, and a job built since may
     write to a topic added after (its sink would fail until the topic is there)."""
-    def in_kafka(*command):
-        return subprocess.run(["docker", "exec", kafka_container, *command], capture_output=True, text=True, check=True).stdout
-    port, replication = in_kafka("sh", "-c", "echo ${KAFKA_PORT:-9092} ${KAFKA_REPLICATION:-1}").split()
-    tool = ["java", "-Xmx256m", "-cp", "/opt/kafka/libs/*", "org.apache.kafka.tools.TopicCommand",
-            "--bootstrap-server", f"127.0.0.1:{port}"]
-    listed = set(in_kafka(*tool, "--list").split())
+    replication = _in_container(kafka_container, "sh", "-c", "echo ${KAFKA_REPLICATION:-1}").strip()
+    listed = set(kafka_topic_command(kafka_container, "--list").split())
     for topic in TOPICS:
         if topic["name"] not in listed:
             say(f"creating topic {topic['name']}, which Kafka started without")
-            in_kafka(*tool, "--create", "--if-not-exists", "--topic", topic["name"],
-                     "--partitions", str(topic["partitions"]), "--replication-factor", replication)
+            kafka_topic_command(kafka_container, "--create", "--if-not-exists", "--topic", topic["name"],
+                                "--partitions", str(topic["partitions"]), "--replication-factor", replication)
 
 
 def upgrade_job(ports=Ports(), kafka_container=None):

@@ -55,8 +55,9 @@ FLINK_STATE = "/var/lib/iopipe/flink"  # where start-flink.sh keeps checkpoints 
 
 @contextmanager
 def services(names):
-    """The named services on free ports, ready, with fresh ClickHouse users; stopped after.
-    The Flink processes share a directory for checkpoints, as the stack's volume."""
+    """The named services on free ports, ready, with fresh ClickHouse users, and the name of
+    each one's container; stopped after. The Flink processes share a directory for
+    checkpoints, as the stack's volume."""
     ports = stack.Ports.free()
     users = stack.ClickHouseUsers.generate()
     suffix = uuid.uuid4().hex[:8]
@@ -74,8 +75,9 @@ def services(names):
                 container.with_volume_mapping(flink_state, FLINK_STATE, "rw")
             container.start()
             started[service] = container
-        stack.wait_until_ready(ports, {s: c.get_wrapped_container().name for s, c in started.items()})
-        yield ports, users
+        containers = {s: c.get_wrapped_container().name for s, c in started.items()}
+        stack.wait_until_ready(ports, containers)
+        yield ports, users, containers
     finally:
         for container in started.values():
             container.stop()
@@ -84,7 +86,7 @@ def services(names):
 
 @pytest.fixture(scope="session")
 def pipeline():
-    with services(SERVICES) as (ports, users):
+    with services(SERVICES) as (ports, users, _):
         stack.migrate_clickhouse(ports, users)
         job_id = stack.submit_live_job(ports)
         yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"))
@@ -94,5 +96,5 @@ def pipeline():
 def warehouse():
     """Kafka and the ClickHouse server alone, not migrated: for tests of the warehouse that
     need tables nothing else writes to."""
-    with services(("kafka", "clickhouse")) as (ports, users):
+    with services(("kafka", "clickhouse")) as (ports, users, _):
         yield ports, users

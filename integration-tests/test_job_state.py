@@ -21,8 +21,17 @@ WINDOW_S = 10
 
 @pytest.fixture(scope="module")
 def kafka_and_flink():
-    with services(("kafka", "flink-jobmanager", "flink-taskmanager")) as (ports, _):
-        yield ports
+    with services(("kafka", "flink-jobmanager", "flink-taskmanager")) as (ports, _, containers):
+        yield ports, containers["kafka"]
+
+
+def kafka_topics(container):
+    return set(stack.kafka_topic_command(container, "--list").split())
+
+
+def delete_topic(container, topic):
+    stack.kafka_topic_command(container, "--delete", "--topic", topic)
+    stack.wait_for(f"{topic} deleted", lambda: topic not in kafka_topics(container))
 
 
 def ticket_actions(brokers, host):
@@ -32,7 +41,7 @@ def ticket_actions(brokers, host):
 
 
 def test_checkpoints_go_to_rocksdb_and_the_shared_directory_and_outlive_a_cancel(kafka_and_flink):
-    ports = kafka_and_flink
+    ports, _ = kafka_and_flink
     job = stack.submit_live_job(ports)
     try:
         config = stack.http_json(f"{ports.flink_url}/jobs/{job}/checkpoints/config")
@@ -47,9 +56,10 @@ def test_checkpoints_go_to_rocksdb_and_the_shared_directory_and_outlive_a_cancel
 
 @pytest.mark.parametrize("carried_by", ["checkpoint", "savepoint"])
 def test_a_job_restored_keeps_a_failing_disks_one_ticket(kafka_and_flink, carried_by):
-    """By the checkpoint a cancelled job left, or by `make upgrade-job`: a savepoint, the jar
-    uploaded anew and run from it."""
-    ports = kafka_and_flink
+    """By the checkpoint a cancelled job left, or by `make upgrade-job`: the topics the build
+    writes to that Kafka lacks created (as on a Kafka started with an older topics.json), a
+    savepoint, the jar uploaded anew and run from it."""
+    ports, kafka = kafka_and_flink
     host = f"restore-{carried_by}-{uuid.uuid4().hex[:8]}"
     records = sorted(scenarios.dusty_disk(random.Random(3), host, "sdb", SECONDS), key=scenarios.time_of)
     restore_at_ns = scenarios.START_NS + RESTORE_AFTER_S * scenarios.SECOND_NS
@@ -66,7 +76,11 @@ def test_a_job_restored_keeps_a_failing_disks_one_ticket(kafka_and_flink, carrie
         stack.cancel_job(ports, job)
         restored = stack.submit_live_job(ports, restore_from=carrier)
     else:
-        restored = stack.upgrade_job(ports)
+        # A topic the job neither reads nor writes, so that the running job is not disturbed.
+        missing = TOPICS["io.agent.v1"]
+        delete_topic(kafka, missing)
+        restored = stack.upgrade_job(ports, kafka_container=kafka)
+        assert missing in kafka_topics(kafka), "upgrade-job creates the topics Kafka lacks"
     try:
         counts = stack.http_json(f"{ports.flink_url}/jobs/{restored}/checkpoints")
         restored_from = counts["latest"]["restored"]["external_path"]
