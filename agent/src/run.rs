@@ -251,6 +251,12 @@ mod tests {
         fn counters(&self) -> Vec<Counter> {
             Vec::new()
         }
+        fn records_handed(&self) -> u64 {
+            0
+        }
+        fn records_settled(&self) -> u64 {
+            0
+        }
     }
 
     fn sample_with_bad_line(line: &str) -> Sample {
