@@ -10,6 +10,7 @@ mod output;
 mod recent;
 mod reconcile;
 mod record;
+mod restart;
 mod sampler;
 mod sysfs;
 mod run;
@@ -22,6 +23,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use output::{KafkaSink, Sink, StdoutSink, UnixSink};
 use iotrace::SamplingConfig;
 use record::EVENT_SCHEMA;
+use restart::{PositionKeeper, Resumed, StateFile};
 use run::Run;
 use sampler::Sampler;
 use std::collections::BTreeMap;
@@ -131,6 +133,25 @@ struct RunArgs {
     /// Serve the agent's counters in Prometheus text format at http://ADDRESS/metrics.
     #[arg(long, value_name = "ADDRESS", env = "IOPIPE_METRICS_LISTEN")]
     metrics_listen: Option<String>,
+    /// Keep where each disk's count of missing completions stands in PATH, so that a
+    /// restart loses nothing silently (off when not given; e.g. /run/iopipe/agent-state.json).
+    ///
+    /// Every interval the agent holds each disk's /proc/diskstats completions against its
+    /// histograms and reports what they lack (ios_untraced). With this file it also
+    /// records, per disk, the completions its delivered records account for: records
+    /// written to stdout or the socket, or acknowledged by the Kafka brokers (a record still
+    /// in the producer's memory holds the position back; one shed or failed for good, counted
+    /// in socket_shed, kafka_shed or kafka_failed, does not). An agent started again with the
+    /// file, on the same boot and host, resumes from there each disk of the same major:minor
+    /// and name whose count has not gone back: what completed in the interval the previous
+    /// agent had not delivered, and while no agent ran, is reported missing (ios_untraced,
+    /// untraced_by_disk) and counted apart as lost to the restart (ios_lost_restart,
+    /// lost_restart_by_disk). A restart loses the latencies of those I/Os, never their count.
+    /// A missing, unreadable or foreign file is said on stderr, and the disks count from this
+    /// start. The file serves within one boot (a tmpfs such as /run suits it); one agent per
+    /// file.
+    #[arg(long, value_name = "PATH", conflicts_with = "no_trace")]
+    state_file: Option<PathBuf>,
     #[command(flatten)]
     sampling: SamplingArgs,
     #[command(flatten)]
@@ -220,10 +241,12 @@ fn run(args: RunArgs) -> Result<()> {
         .sample()
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
     let sampling = args.sampling.config()?;
+    let state_file = args.state_file.as_ref().and_then(|path| open_state_file(path, &args.proc_root, &host));
+    let resumed = state_file.as_ref().map(|file| resume(file, &before_tracing)).unwrap_or_default();
     let tracer = if args.no_trace {
         None
     } else {
-        Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp, &before_tracing)?)
+        Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp, &before_tracing, &resumed)?)
     };
     let metrics = args.metrics_listen.as_deref().map(MetricsEndpoint::listen).transpose()?;
     if let Some(metrics) = &metrics {
@@ -236,10 +259,50 @@ fn run(args: RunArgs) -> Result<()> {
         tracer,
         sink: args.out.sink()?,
         metrics,
+        positions: state_file.map(PositionKeeper::new),
         interval: Duration::from_millis(args.interval_ms),
         count: args.count,
     }
     .execute()
+}
+
+/// The state file at `path` of this boot and host; none, said once, when the boot cannot
+/// be told (the file would be trusted across a reboot that reset every count).
+fn open_state_file(path: &std::path::Path, proc_root: &std::path::Path, host: &str) -> Option<StateFile> {
+    match restart::boot_id(proc_root) {
+        Ok(boot_id) => Some(StateFile::new(path.to_path_buf(), &boot_id, host)),
+        Err(err) => {
+            eprintln!("iopipe-agent: cannot read the boot id under {} ({err}): --state-file {} is not used", proc_root.display(), path.display());
+            None
+        }
+    }
+}
+
+/// The disks that resume from the positions a previous agent left, each other one said.
+fn resume(file: &StateFile, before_tracing: &sampler::Sample) -> Vec<Resumed> {
+    let stored = match file.load() {
+        Ok(stored) => stored,
+        Err(why) => {
+            eprintln!("iopipe-agent: state file {} {why}: every disk counts from this start", file.path.display());
+            return Vec::new();
+        }
+    };
+    let reading = before_tracing.disks.iter().map(|d| {
+        let c = &d.counters;
+        (iotrace::DiskId { major: c.major, minor: c.minor }, c.name.as_str(), tracer::completions(d))
+    });
+    let (resumed, notes) = restart::resumable(&stored, reading);
+    for note in notes {
+        eprintln!("iopipe-agent: state file {}: {note}", file.path.display());
+    }
+    let lost: Vec<String> = resumed.iter().map(|r| format!("{} {}", r.name, r.lost())).collect();
+    eprintln!(
+        "iopipe-agent: resumed {} disks from state file {}; completions lost to the restart: {}",
+        resumed.len(),
+        file.path.display(),
+        if lost.is_empty() { "none".to_string() } else { lost.join(", ") }
+    );
+    resumed
 }
 
 /// `--label rack=r12 --label zone=eu-1a`.

@@ -6,12 +6,12 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 use crate::telemetry::Counter;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub trait Sink {
@@ -22,6 +22,13 @@ pub trait Sink {
     fn close(&mut self) -> Result<()>;
     /// What was sent and lost so far, as the agent's own counters.
     fn counters(&self) -> Vec<Counter>;
+    /// Records handed to `send` so far.
+    fn records_handed(&self) -> u64;
+    /// How many of the records handed so far, counted from the first, the sink is done
+    /// with: delivered as far as it can know (written to the pipe or socket, acknowledged
+    /// by the brokers), or lost for good and counted (shed, failed). The state file's
+    /// position never passes them (restart.rs).
+    fn records_settled(&self) -> u64;
     /// A one-line account of what was sent and lost, for the exit log.
     fn summary(&self) -> String {
         self.counters().iter().map(|c| format!("{} {}", c.name, c.value)).collect::<Vec<_>>().join(", ")
@@ -31,11 +38,13 @@ pub trait Sink {
 pub struct StdoutSink {
     out: BufWriter<io::Stdout>,
     written: u64,
+    /// Records written before the last flush that succeeded: in the pipe, not the buffer.
+    flushed: u64,
 }
 
 impl StdoutSink {
     pub fn new() -> Self {
-        StdoutSink { out: BufWriter::new(io::stdout()), written: 0 }
+        StdoutSink { out: BufWriter::new(io::stdout()), written: 0, flushed: 0 }
     }
 }
 
@@ -48,7 +57,9 @@ impl Sink for StdoutSink {
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.out.flush().context("writing to stdout")
+        self.out.flush().context("writing to stdout")?;
+        self.flushed = self.written;
+        Ok(())
     }
 
     fn close(&mut self) -> Result<()> {
@@ -57,6 +68,14 @@ impl Sink for StdoutSink {
 
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("stdout_records", self.written, "records written to stdout")]
+    }
+
+    fn records_handed(&self) -> u64 {
+        self.written
+    }
+
+    fn records_settled(&self) -> u64 {
+        self.flushed
     }
 }
 
@@ -67,6 +86,43 @@ pub struct DeliveryStats {
     /// Records refused because the bounded local queue was full (broker unreachable
     /// for long): shed, counted, never silent.
     pub shed: AtomicU64,
+    settlement: Mutex<Settlement>,
+}
+
+impl DeliveryStats {
+    fn settle(&self, record: u64) {
+        self.settlement.lock().unwrap_or_else(|e| e.into_inner()).settle(record);
+    }
+
+    fn settled(&self) -> u64 {
+        self.settlement.lock().unwrap_or_else(|e| e.into_inner()).prefix
+    }
+}
+
+/// Which records, numbered in the order they were sent, the producer is done with. Its
+/// reports come in any order across partitions: only the unbroken run from the first
+/// counts, so a record still in the producer's memory holds back all after it.
+#[derive(Default)]
+struct Settlement {
+    /// Records 0..prefix are all settled.
+    prefix: u64,
+    /// Settled records beyond the first one still out.
+    ahead: BTreeSet<u64>,
+}
+
+impl Settlement {
+    fn settle(&mut self, record: u64) {
+        if record != self.prefix {
+            if record > self.prefix {
+                self.ahead.insert(record);
+            }
+            return;
+        }
+        self.prefix += 1;
+        while self.ahead.remove(&self.prefix) {
+            self.prefix += 1;
+        }
+    }
 }
 
 struct DeliveryCounter(Arc<DeliveryStats>);
@@ -74,9 +130,11 @@ struct DeliveryCounter(Arc<DeliveryStats>);
 impl ClientContext for DeliveryCounter {}
 
 impl ProducerContext for DeliveryCounter {
-    type DeliveryOpaque = ();
+    /// The record's number in sending order.
+    type DeliveryOpaque = Box<u64>;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+    fn delivery(&self, result: &DeliveryResult<'_>, record: Box<u64>) {
+        self.0.settle(*record);
         match result {
             Ok(_) => self.0.delivered.fetch_add(1, Ordering::Relaxed),
             Err((err, _)) => {
@@ -93,6 +151,7 @@ impl ProducerContext for DeliveryCounter {
 pub struct KafkaSink {
     producer: ThreadedProducer<DeliveryCounter>,
     stats: Arc<DeliveryStats>,
+    handed: u64,
 }
 
 /// Memory the producer may hold while the brokers are away; past it records are shed.
@@ -115,16 +174,20 @@ impl KafkaSink {
             .set("message.timeout.ms", DELIVERY_TIMEOUT_MS)
             .create_with_context(DeliveryCounter(stats.clone()))
             .with_context(|| format!("creating a Kafka producer for {brokers}"))?;
-        Ok(KafkaSink { producer, stats })
+        Ok(KafkaSink { producer, stats, handed: 0 })
     }
 }
 
 impl Sink for KafkaSink {
     fn send(&mut self, topic: &str, key: &str, payload: &str) -> Result<()> {
-        match self.producer.send(BaseRecord::to(topic).key(key).payload(payload)) {
+        let number = self.handed;
+        self.handed += 1;
+        let record = BaseRecord::with_opaque_to(topic, Box::new(number)).key(key).payload(payload);
+        match self.producer.send(record) {
             Ok(()) => Ok(()),
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                 self.stats.shed.fetch_add(1, Ordering::Relaxed);
+                self.stats.settle(number);
                 Ok(())
             }
             Err((err, _)) => Err(err).with_context(|| format!("producing to {topic}")),
@@ -148,6 +211,14 @@ impl Sink for KafkaSink {
             Counter::new("kafka_failed", s.failed.load(Ordering::Relaxed), "records that failed delivery after retries"),
             Counter::new("kafka_shed", s.shed.load(Ordering::Relaxed), "records shed because the bounded producer queue was full"),
         ]
+    }
+
+    fn records_handed(&self) -> u64 {
+        self.handed
+    }
+
+    fn records_settled(&self) -> u64 {
+        self.stats.settled()
     }
 }
 
@@ -271,5 +342,53 @@ impl Sink for UnixSink {
             Counter::new("socket_shed", self.shed, "records shed while the socket's listener was away too long"),
             Counter::new("socket_connects", self.connects, "connections made to the unix socket's listener"),
         ]
+    }
+
+    fn records_handed(&self) -> u64 {
+        self.records_settled() + self.pending.len() as u64
+    }
+
+    /// The lines still pending are the newest: every older one was written or shed.
+    fn records_settled(&self) -> u64 {
+        self.written + self.shed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_unbroken_run_of_settled_records_from_the_first_counts() {
+        let mut settlement = Settlement::default();
+        for record in [1, 2, 4] {
+            settlement.settle(record);
+        }
+        assert_eq!(settlement.prefix, 0, "record 0 is still out");
+        settlement.settle(0);
+        assert_eq!(settlement.prefix, 3);
+        settlement.settle(3);
+        assert_eq!((settlement.prefix, settlement.ahead.len()), (5, 0));
+    }
+
+    #[test]
+    fn records_in_the_producers_memory_are_not_settled() {
+        // Nothing listens there: every record waits in the producer for a broker.
+        let mut sink = KafkaSink::connect("127.0.0.1:9").unwrap();
+        for n in 0..3 {
+            sink.send("io.hist.v1", "h/sdb", &format!("{{\"n\":{n}}}")).unwrap();
+        }
+        sink.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!((sink.records_handed(), sink.records_settled()), (3, 0));
+    }
+
+    #[test]
+    fn lines_waiting_for_the_socket_listener_are_not_settled() {
+        let path = std::env::temp_dir().join(format!("iopipe-agent-{}-nobody.sock", std::process::id()));
+        let mut sink = UnixSink::new(path);
+        sink.send("io.hist.v1", "h/sdb", "{}").unwrap();
+        sink.flush().unwrap();
+        assert_eq!((sink.records_handed(), sink.records_settled()), (1, 0));
     }
 }

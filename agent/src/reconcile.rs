@@ -11,6 +11,11 @@
 //! completion between the two reads is in the histograms only: kernel - traced reads low,
 //! never high, and the count is a lower bound, exact whenever the disk is idle. It holds
 //! on a busy host as on an idle one: no reading has to find the disk still.
+//!
+//! A restarted agent resumes a disk from the position its predecessor's delivered records
+//! left (restart.rs) instead of from its own first reading: the completions since that
+//! position and before its own programs attached are missing too, and counted apart as
+//! lost to the restart.
 
 use crate::iotrace::DiskId;
 use std::collections::HashMap;
@@ -33,6 +38,19 @@ struct Ledger {
     /// Whether the histograms hold any of its completions: a bio-based device (dm, md,
     /// zram) has none, and its I/O is not missing, only not traced per request.
     traced_any: bool,
+    /// Completions after the position a previous agent's delivered records left and before
+    /// this agent's programs attached: part of `untraced`.
+    lost_to_restart: u64,
+}
+
+impl Ledger {
+    /// The kernel's completions (in the current disk's count) that the histograms holding
+    /// `traced` and the missing reported account for. Never above the kernel's count when
+    /// the histograms were read: `untraced` is a lower bound of what was missing by then.
+    fn accounted(&self, traced: u64) -> u64 {
+        let accounted = self.anchor + i128::from(traced) + i128::from(self.untraced);
+        u64::try_from(accounted.max(0)).unwrap_or(u64::MAX)
+    }
 }
 
 impl Reconciler {
@@ -43,6 +61,26 @@ impl Reconciler {
             .map(|(disk, kernel)| (disk, Ledger { anchor: i128::from(kernel), ..Ledger::default() }))
             .collect();
         Reconciler { ledgers }
+    }
+
+    /// Resumes a disk from `accounted`, the completions a previous agent's delivered records
+    /// account for, given `kernel`, this agent's reading taken before its programs
+    /// attached: everything between the two is missing, lost to the restart.
+    pub fn resume(&mut self, disk: DiskId, accounted: u64, kernel: u64) {
+        let lost = kernel.saturating_sub(accounted);
+        self.ledgers.insert(
+            disk,
+            Ledger {
+                previous: Some((kernel, 0)),
+                anchor: i128::from(accounted),
+                untraced: lost,
+                carried: 0,
+                // It was traced before the restart: what it lost is reported even if it
+                // stays idle now.
+                traced_any: true,
+                lost_to_restart: lost,
+            },
+        );
     }
 
     /// One reading of a disk: the kernel's completions (cumulative, read first) and the
@@ -73,6 +111,32 @@ impl Reconciler {
 
     pub fn total(&self) -> u64 {
         self.untraced().map(|(_, n)| n).sum()
+    }
+
+    /// Each disk's completions lost to the restart this agent resumed from (non-zero).
+    pub fn lost_to_restart(&self) -> impl Iterator<Item = (DiskId, u64)> + '_ {
+        self.ledgers.iter().filter(|(_, l)| l.lost_to_restart > 0).map(|(disk, l)| (*disk, l.lost_to_restart))
+    }
+
+    pub fn total_lost_to_restart(&self) -> u64 {
+        self.lost_to_restart().map(|(_, n)| n).sum()
+    }
+
+    /// Where each traced disk's count stands, for a restarted agent to resume from:
+    /// (disk, its kernel count at the last reading, the completions accounted for by
+    /// histograms holding `traced` and by the missing reported), in disk order.
+    pub fn positions(&self, traced: &HashMap<DiskId, u64>) -> Vec<(DiskId, u64, u64)> {
+        let mut positions: Vec<_> = self
+            .ledgers
+            .iter()
+            .filter(|(_, l)| l.traced_any)
+            .filter_map(|(disk, l)| {
+                let (kernel, _) = l.previous?;
+                Some((*disk, kernel, l.accounted(traced.get(disk).copied().unwrap_or(0))))
+            })
+            .collect();
+        positions.sort_unstable();
+        positions
     }
 }
 
@@ -132,6 +196,48 @@ mod tests {
             r.observe(SDB, kernel, traced);
         }
         assert_eq!(untraced(&r), 4 + 1);
+    }
+
+    fn traced(n: u64) -> HashMap<DiskId, u64> {
+        HashMap::from([(SDB, n)])
+    }
+
+    #[test]
+    fn the_position_is_what_the_histograms_and_the_missing_reported_account_for() {
+        let mut r = Reconciler::starting_from([(SDB, 5_000)]);
+        r.observe(SDB, 6_000, 996);
+        assert_eq!(r.positions(&traced(996)), [(SDB, 6_000, 5_000 + 996 + 4)]);
+        // Histograms sent after the last reading (the last interval, at a stop) count too.
+        assert_eq!(r.positions(&traced(1_010)), [(SDB, 6_000, 5_000 + 1_010 + 4)]);
+    }
+
+    #[test]
+    fn a_restart_reports_what_completed_since_the_delivered_position_as_lost_and_missing() {
+        // The killed agent's delivered records account for 6,000 completions; this agent's
+        // reading before attaching is 6,350; then it traces 500 of the next 501.
+        let mut r = Reconciler::starting_from([(SDB, 6_350)]);
+        r.resume(SDB, 6_000, 6_350);
+        assert_eq!((untraced(&r), r.total_lost_to_restart()), (350, 350));
+        r.observe(SDB, 6_851, 500);
+        assert_eq!(untraced(&r), 351);
+        assert_eq!(r.lost_to_restart().collect::<Vec<_>>(), [(SDB, 350)]);
+        // The kernel's count is the sum of both agents' histograms and missing completions.
+        assert_eq!(r.positions(&traced(500)), [(SDB, 6_851, 6_000 + 500 + 351)]);
+    }
+
+    #[test]
+    fn a_resumed_disk_that_stays_idle_still_reports_its_loss() {
+        let mut r = Reconciler::starting_from([(SDB, 100)]);
+        r.resume(SDB, 90, 100);
+        r.observe(SDB, 100, 0);
+        assert_eq!((untraced(&r), r.total_lost_to_restart()), (10, 10));
+    }
+
+    #[test]
+    fn an_agent_started_without_a_position_loses_nothing_to_a_restart() {
+        let mut r = Reconciler::starting_from([(SDB, 6_350)]);
+        r.observe(SDB, 6_851, 500);
+        assert_eq!((untraced(&r), r.total_lost_to_restart()), (1, 0));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use crate::output::Sink;
 use crate::record::{DiskstatsRecord, DISKSTATS_SCHEMA};
+use crate::restart::PositionKeeper;
 use crate::sampler::{self, Sample, Sampler};
 use crate::sysfs::{self, Identity};
 use crate::telemetry::{self, AgentRecord, Counter, MetricsEndpoint, AGENT_SCHEMA};
@@ -22,6 +23,8 @@ pub struct Run {
     pub tracer: Option<Tracer>,
     pub sink: Box<dyn Sink>,
     pub metrics: Option<MetricsEndpoint>,
+    /// Where each disk's count stands as of the records delivered, with --state-file.
+    pub positions: Option<PositionKeeper>,
     pub interval: Duration,
     /// Samples to take; 0: until SIGINT/SIGTERM.
     pub count: u64,
@@ -56,15 +59,24 @@ impl Run {
                     tracer.reconcile(sample);
                 }
             }
-            report.emit(&diskstats, self.tracer.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
+            report.emit(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
+            self.keep_position();
             taken += 1;
             if self.count != 0 && taken >= self.count {
                 break;
             }
             let deadline = started + self.interval * u32::try_from(taken).unwrap_or(u32::MAX);
             let sink = self.sink.as_mut();
+            let mut positions = self.positions.as_mut();
             match self.tracer.as_mut() {
-                Some(tracer) => wait_until(deadline, &stop, |step| tracer.poll(step, sink))?,
+                Some(tracer) => wait_until(deadline, &stop, |step| {
+                    tracer.poll(step, sink)?;
+                    // The brokers acknowledge an interval's records after it was sent.
+                    if let Some(positions) = positions.as_mut() {
+                        positions.settled(sink.records_settled());
+                    }
+                    Ok(())
+                })?,
                 None => wait_until(deadline, &stop, |step| {
                     std::thread::sleep(step);
                     Ok(())
@@ -75,11 +87,21 @@ impl Run {
             tracer.poll(Duration::ZERO, self.sink.as_mut())?;
             tracer.emit_interval(self.sink.as_mut())?;
         }
-        report.emit(&diskstats, self.tracer.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
+        report.emit(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
         let closed = self.sink.close();
-        let counters = report.counters(&diskstats, self.tracer.as_ref(), self.sink.as_ref());
+        self.keep_position();
+        let counters = report.counters(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_ref());
         eprintln!("iopipe-agent: {taken} samples; {}", counters.iter().map(|c| format!("{} {}", c.name, c.value)).collect::<Vec<_>>().join(", "));
         closed
+    }
+
+    /// Takes the position as of the records sent so far, and writes the newest one whose
+    /// records the output has settled.
+    fn keep_position(&mut self) {
+        if let (Some(positions), Some(tracer)) = (self.positions.as_mut(), self.tracer.as_ref()) {
+            positions.sent(self.sink.records_handed(), tracer.positions());
+            positions.settled(self.sink.records_settled());
+        }
     }
 }
 
@@ -177,7 +199,7 @@ impl SelfReport {
         }
     }
 
-    fn counters(&self, diskstats: &DiskstatsEmitter, tracer: Option<&Tracer>, sink: &dyn Sink) -> Vec<Counter> {
+    fn counters(&self, diskstats: &DiskstatsEmitter, tracer: Option<&Tracer>, positions: Option<&PositionKeeper>, sink: &dyn Sink) -> Vec<Counter> {
         let mut counters = vec![
             Counter::new("diskstats_records", diskstats.records, "io.diskstats.v1 records sent"),
             Counter::new("diskstats_bad_lines", diskstats.bad_lines, "malformed /proc/diskstats lines skipped"),
@@ -191,13 +213,23 @@ impl SelfReport {
                 Err(err) => eprintln!("iopipe-agent: reading the BPF counters: {err:#}"),
             }
         }
+        if let Some(positions) = positions {
+            counters.push(Counter::new("state_write_errors", positions.write_errors, "failed writes of the --state-file (a restart then counts from the last position written)"));
+        }
         counters.extend(sink.counters());
         counters
     }
 
-    fn emit(&mut self, diskstats: &DiskstatsEmitter, tracer: Option<&Tracer>, sink: &mut dyn Sink, metrics: Option<&MetricsEndpoint>) -> Result<()> {
+    fn emit(
+        &mut self,
+        diskstats: &DiskstatsEmitter,
+        tracer: Option<&Tracer>,
+        positions: Option<&PositionKeeper>,
+        sink: &mut dyn Sink,
+        metrics: Option<&MetricsEndpoint>,
+    ) -> Result<()> {
         self.records += 1;
-        let counters = self.counters(diskstats, tracer, sink);
+        let counters = self.counters(diskstats, tracer, positions, sink);
         if let Some(metrics) = metrics {
             metrics.publish(telemetry::prometheus_text(&self.host, &counters));
         }
@@ -211,6 +243,7 @@ impl SelfReport {
             labels: &self.labels,
             counters: counters.iter().map(|c| (c.name, c.value)).collect(),
             untraced_by_disk: tracer.map(Tracer::untraced_by_disk).unwrap_or_default(),
+            lost_restart_by_disk: tracer.map(Tracer::lost_restart_by_disk).unwrap_or_default(),
         };
         sink.send(&self.topic, &self.host, &serde_json::to_string(&record)?)?;
         sink.flush()
@@ -250,6 +283,12 @@ mod tests {
         }
         fn counters(&self) -> Vec<Counter> {
             Vec::new()
+        }
+        fn records_handed(&self) -> u64 {
+            0
+        }
+        fn records_settled(&self) -> u64 {
+            0
         }
     }
 

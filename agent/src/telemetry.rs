@@ -38,6 +38,8 @@ pub struct AgentRecord<'a> {
     pub counters: BTreeMap<&'static str, u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub untraced_by_disk: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_restart_by_disk: BTreeMap<String, u64>,
 }
 
 /// Prometheus text exposition format 0.0.4: every counter as iopipe_agent_<name>_total,

@@ -6,6 +6,7 @@ use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, Interval
 use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::reconcile::Reconciler;
+use crate::restart::{DiskPosition, Resumed};
 use crate::sampler::{Sample, SampledDisk};
 use crate::telemetry::Counter;
 use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, EVENT_SCHEMA, HIST_SCHEMA};
@@ -37,6 +38,8 @@ pub struct Tracer {
     /// Reads, writes and discards in each disk's histograms since the agent attached.
     traced: HashMap<DiskId, u64>,
     reconciler: Reconciler,
+    /// Each disk's name in /proc/diskstats, which a restarted agent checks it by.
+    diskstats_names: HashMap<DiskId, String>,
     pub stats: TracerStats,
 }
 
@@ -51,7 +54,8 @@ pub struct TracerStats {
 
 impl Tracer {
     /// `before_tracing`: a reading of /proc/diskstats taken before the programs attach,
-    /// what each disk's missing completions are counted from (reconcile.rs).
+    /// what each disk's missing completions are counted from (reconcile.rs), unless it is
+    /// `resumed` from where a previous agent's delivered records left it (restart.rs).
     pub fn attach(
         host: &str,
         sys_root: &Path,
@@ -59,10 +63,15 @@ impl Tracer {
         outlier_quantile: f64,
         only_raw_tp: bool,
         before_tracing: &Sample,
+        resumed: &[Resumed],
     ) -> Result<Self> {
         let disk_table = disk_table_size(sampling.max_disks, sysfs::request_queues(sys_root));
         let trace = IoTrace::attach(&sampling, disk_table, only_raw_tp)?;
         eprintln!("iopipe-agent: tracing block I/O ({:?}, request queues numbered below {disk_table})", trace.attachment);
+        let mut reconciler = Reconciler::starting_from(before_tracing.disks.iter().map(|d| (disk_id(d), completions(d))));
+        for disk in resumed {
+            reconciler.resume(disk.disk, disk.accounted, disk.kernel);
+        }
         Ok(Tracer {
             trace,
             host: host.to_string(),
@@ -75,7 +84,8 @@ impl Tracer {
             outlier_quantile,
             recent: HashMap::new(),
             traced: HashMap::new(),
-            reconciler: Reconciler::starting_from(before_tracing.disks.iter().map(|d| (disk_id(d), completions(d)))),
+            reconciler,
+            diskstats_names: before_tracing.disks.iter().map(|d| (disk_id(d), d.counters.name.clone())).collect(),
             stats: TracerStats::default(),
         })
     }
@@ -194,14 +204,48 @@ impl Tracer {
         for disk in &sample.disks {
             let id = disk_id(disk);
             self.reconciler.observe(id, completions(disk), self.traced.get(&id).copied().unwrap_or(0));
+            if self.diskstats_names.get(&id) != Some(&disk.counters.name) {
+                self.diskstats_names.insert(id, disk.counters.name.clone());
+            }
         }
     }
 
     /// Each disk's completions diskstats counted that its histograms lack (see reconcile.rs).
     pub fn untraced_by_disk(&self) -> BTreeMap<String, u64> {
+        self.by_name(self.reconciler.untraced())
+    }
+
+    /// Each disk's completions lost to the restart this agent resumed from (restart.rs).
+    pub fn lost_restart_by_disk(&self) -> BTreeMap<String, u64> {
+        self.by_name(self.reconciler.lost_to_restart())
+    }
+
+    /// Named as its histograms are, or as diskstats names it where it has none yet (a
+    /// resumed disk still idle).
+    fn by_name(&self, counts: impl Iterator<Item = (DiskId, u64)>) -> BTreeMap<String, u64> {
+        counts
+            .map(|(disk, n)| {
+                let name = self.disk_names.get(&disk).or_else(|| self.diskstats_names.get(&disk));
+                (name.cloned().unwrap_or_else(|| numbered(disk)), n)
+            })
+            .collect()
+    }
+
+    /// Where each traced disk's count stands as of the histograms sent so far and the
+    /// missing last reported: what a restarted agent resumes from (restart.rs).
+    pub fn positions(&self) -> Vec<DiskPosition> {
         self.reconciler
-            .untraced()
-            .map(|(disk, n)| (self.disk_names.get(&disk).cloned().unwrap_or_else(|| numbered(disk)), n))
+            .positions(&self.traced)
+            .into_iter()
+            .filter_map(|(disk, kernel, accounted)| {
+                Some(DiskPosition {
+                    name: self.diskstats_names.get(&disk)?.clone(),
+                    major: disk.major,
+                    minor: disk.minor,
+                    diskstats_completions: kernel,
+                    accounted_completions: accounted,
+                })
+            })
             .collect()
     }
 
@@ -229,7 +273,8 @@ impl Tracer {
         let [outlier, uniform, recorder] = self.stats.events_by_reason;
         vec![
             Counter::new("ios_completed", self.stats.ios_completed, "block I/Os completed, counted in the kernel's histograms"),
-            Counter::new("ios_untraced", self.reconciler.total(), "reads, writes and discards /proc/diskstats counted that the histograms lack since the agent started (a lower bound, exact when the disk is idle; per disk in io.agent.v1 untraced_by_disk)"),
+            Counter::new("ios_untraced", self.reconciler.total(), "reads, writes and discards /proc/diskstats counted that the histograms lack since the agent started, or since the position it resumed from (a lower bound, exact when the disk is idle; per disk in io.agent.v1 untraced_by_disk)"),
+            Counter::new("ios_lost_restart", self.reconciler.total_lost_to_restart(), "of ios_untraced, those completed after the position a previous agent's delivered records left (--state-file) and before this agent attached: lost to the restart (per disk in io.agent.v1 lost_restart_by_disk)"),
             Counter::new("events_sent_outlier", outlier, "outlier events sent"),
             Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
             Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),
@@ -271,7 +316,7 @@ fn disk_id(disk: &SampledDisk) -> DiskId {
 
 /// The completions the reconciliation counts: reads, writes and discards (flushes are
 /// counted by other rules). Saturating: /proc/diskstats (or a --proc-root file) may hold any u64.
-fn completions(disk: &SampledDisk) -> u64 {
+pub fn completions(disk: &SampledDisk) -> u64 {
     let c = &disk.counters;
     c.reads_completed.saturating_add(c.writes_completed).saturating_add(c.discards.map_or(0, |d| d.completed))
 }
