@@ -9,9 +9,7 @@ second through its fault disk and runs alone. Figures: `make test-e2e` prints th
 writes them to $IOPIPE_CACHE/end-to-end.md."""
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from contextlib import ExitStack
@@ -100,13 +98,9 @@ class Fleet:
 @pytest.fixture(scope="module")
 def fleet(pipeline, agent_bin):
     fleet = Fleet(pipeline, f"e2e-{uuid.uuid4().hex[:6]}")
-    with ExitStack() as cleanup, tempfile.NamedTemporaryFile("w+") as agent_log:
+    with ExitStack() as cleanup:
         disks = {name: cleanup.enter_context(scenario_disk(SCENARIOS[name])) for group in GROUPS for name in group}
-        agent = subprocess.Popen([str(agent_bin), "run", "--output", "kafka", "--brokers", pipeline.ports.brokers,
-                                  "--host", fleet.host], stderr=agent_log, text=True)
-        # The kernel's counts the scenarios are checked against start before their workloads,
-        # so the agent must be tracing by then (it counts missing completions from its start).
-        stack.wait_for("the agent tracing", timeout_s=60, check=lambda: agent_tracing(agent, Path(agent_log.name)))
+        agent = tracing_agent.KafkaTracingAgent(agent_bin, pipeline.ports.brokers, fleet.host)
         try:
             for group in GROUPS:
                 runs = [Run(SCENARIOS[name], disks[name]) for name in group]
@@ -118,11 +112,7 @@ def fleet(pipeline, agent_bin):
                 stack.wait_for(f"{', '.join(group)} judged in ClickHouse", lambda: fleet.judged(runs, ended),
                                timeout_s=120)
         finally:
-            agent.terminate()
-            agent.wait(timeout=30)
-            agent_log.seek(0)
-            log = agent_log.read()
-        assert agent.returncode == 0, log
+            log = agent.stop()
         assert "kafka_failed 0, kafka_shed 0" in log, log
         fleet.agent_summary = log.strip().splitlines()[-1]
         fleet.agent_hists = [h for h in consume_host(pipeline.ports.brokers, "io.hist.v1", fleet.host)
@@ -141,12 +131,6 @@ def fleet(pipeline, agent_bin):
                         f"{dead_letters_naming(pipeline.ports.brokers, fleet.host)[:20]}")
         write_figures(fleet)
         yield fleet
-
-
-def agent_tracing(agent, log):
-    if agent.poll() is not None:
-        pytest.fail(f"the agent exited with {agent.returncode}: {log.read_text()}")
-    return tracing_agent.ATTACHED in log.read_text()
 
 
 def times_to_detect(fleet, run):

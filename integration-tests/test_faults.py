@@ -1,28 +1,41 @@
 """Faults on the cluster (`make cluster-up`: Kafka x3, ZooKeeper, Flink with a standby
-JobManager and 2 TaskManagers, ClickHouse x2), each while a dusty disk's records flow: a
-TaskManager or the leading JobManager killed mid-window, one or all Kafka nodes away, one
-or both ClickHouse replicas stopped. After each, the disk was judged once (one anomaly,
-one ticket) and every I/O its histograms counted is in exactly one of its windows, each
-window the same however often it was emitted, and stored once in ClickHouse, on each
-replica and through the Distributed tables."""
+JobManager and 2 TaskManagers, ClickHouse x2), each while S1's dusty disk (a fault disk
+whose dd reads turn to 60-560 ms) is read and traced by the real agent into the
+cluster's Kafka: a TaskManager or the leading JobManager killed mid-window, one or all
+Kafka nodes away, one or both ClickHouse replicas stopped.
+
+After each, the I/Os are accounted for exactly: the kernel's diskstats = the agent's
+histograms + what it reported missing; every read of the histograms is in exactly one
+10 s window (each window the same however often it was emitted) and stored once in
+ClickHouse, in the raw table and each latency rollup, on each replica and through the
+Distributed tables; the disk was judged as S1 is, once (one anomaly per severity, one
+ticket). The accounting of every fault is printed and written to $IOPIPE_CACHE/faults.md
+(figures: FAULTS.md)."""
+import dataclasses
 import os
-import random
 import subprocess
+import threading
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
-import scenarios
 import stack
-from kafka_records import TOPICS, consume_host, produce
+from end_to_end import SCENARIOS, Run, scenario_disk
+from kafka_records import TOPICS, consume_host
+from tracing_agent import KafkaTracingAgent
 
-SECONDS = 150
+SECONDS = 80
 WINDOW_S = 10
-# Windows ending by then have closed once the last records are in: the disk's clock
-# reaches its newest record less the job's allowed disorder.
-COMPARED_UNTIL_S = SECONDS - WINDOW_S
+# S1 for as long as a fault test runs: healthy 4 ms reads, failing from 15 s in.
+DUSTY = dataclasses.replace(SCENARIOS["S1"], seconds=SECONDS)
+FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "faults.md"
+COLUMNS = ("I/Os: kernel diskstats = agent histograms (+ reported missing)",
+           "reads: histograms = in 10 s windows = stored on each replica and in iopipe_all (raw, 1 min, 1 h, 1 d)",
+           "verdicts", "s from the last I/O to all stored")
+ACCOUNTED = {}  # fault -> its accounting, for the figures
 
 
 @pytest.fixture(scope="module")
@@ -32,25 +45,49 @@ def cluster():
         yield stack.cluster_up(cluster)
     finally:
         stack.cluster_down(cluster)
+        write_figures()
 
 
-class DustyDisk:
-    """A failing disk's agent records, sent to the cluster part by part."""
+@pytest.fixture
+def dusty_disk(cluster, agent_bin, request):
+    """S1's fault disk, its workload started and traced by an agent of its own."""
+    fault = request.node.name.removeprefix("test_")
+    host = f"faults-{uuid.uuid4().hex[:8]}"
+    with scenario_disk(DUSTY) as fault_disk:
+        agent = KafkaTracingAgent(agent_bin, cluster.ports.brokers, host)
+        disk = TracedDustyDisk(cluster, fault, host, fault_disk, agent)
+        try:
+            yield disk
+        finally:
+            disk.workload.join()
+            agent.stop(check=False)
 
-    def __init__(self, cluster, name):
+
+class TracedDustyDisk:
+    def __init__(self, cluster, fault, host, fault_disk, agent):
         self.cluster = cluster
-        self.host = f"{name}-{uuid.uuid4().hex[:8]}"
-        self.records = sorted(scenarios.dusty_disk(random.Random(11), self.host, "sdb", SECONDS), key=scenarios.time_of)
-        self.sent = 0
+        self.fault = fault
+        self.host = host
+        self.disk = fault_disk.name
+        self.agent = agent
+        self.run = Run(DUSTY, fault_disk)
+        self.started = time.monotonic()
+        self.workload = threading.Thread(target=self.run.play, name=f"S1 on {self.disk}")
+        self.workload.start()
+        stack.say(f"{fault}: S1 on {fault_disk.device} ({self.disk}) for {SECONDS} s, traced as {host}")
 
-    def send_until(self, seconds, wait=True):
-        """Produces the records up to `seconds` into the scenario; without `wait`, returns
-        the producer still holding them."""
-        until_ns = scenarios.START_NS + seconds * scenarios.SECOND_NS
-        upto = next((i for i, r in enumerate(self.records) if scenarios.time_of(r) >= until_ns), len(self.records))
-        producer = produce(self.cluster.ports.brokers, self.records[self.sent:upto], wait=wait)
-        self.sent = upto
-        return producer
+    def play_until(self, seconds):
+        """Waits until the workload has run `seconds` (it goes on meanwhile)."""
+        time.sleep(max(0.0, self.started + seconds - time.monotonic()))
+
+    def finish(self):
+        """Waits for the workload's end, then stops the agent: it sends its last interval
+        and waits until Kafka has taken everything it holds."""
+        self.workload.join()
+        if self.run.error:
+            raise AssertionError(f"S1's workload failed: {self.run.error}") from self.run.error
+        said = self.agent.stop()
+        assert "kafka_failed 0, kafka_shed 0" in said, said
 
     def read(self, record):
         return consume_host(self.cluster.ports.brokers, TOPICS[record], self.host)
@@ -59,49 +96,64 @@ class DustyDisk:
         return stack.wait_for(f"{self.host}'s ticket", timeout_s=180, check=lambda: [
             r for r in self.read("io.health.v1") if r.get("ticket", {}).get("action") == "open"])
 
-    def closed_windows(self, until_ns):
-        """window start -> the read counts of every copy emitted of each 10 s window ending by `until_ns`."""
+    def histograms(self, ops):
+        return sum(h["count"] for h in self.read("io.hist.v1")
+                   if h["disk"] == self.disk and h["latency"] == "device" and h["op"] in ops)
+
+    def reported_missing(self):
+        return self.read("io.agent.v1")[-1].get("untraced_by_disk", {}).get(self.disk, 0)
+
+    def closed_windows(self):
+        """window start -> the read counts of every copy emitted of each of its 10 s windows."""
         copies = defaultdict(set)
         for w in self.read("io.window.v1"):
-            if w["window_s"] == WINDOW_S and "R" in w.get("latency", {}) and w["window_end_ns"] <= until_ns:
+            if w["disk"] == self.disk and w["window_s"] == WINDOW_S and "R" in w.get("latency", {}):
                 copies[w["window_start_ns"]].add(w["latency"]["R"]["count"])
         return copies
 
-    def windows_holding(self, reads, until_ns):
-        """The closed windows once they hold at least `reads` reads, else None."""
-        closed = self.closed_windows(until_ns)
+    def windows_holding(self, reads):
+        """The windows once they hold `reads` reads, else None. They close a minute after
+        the disk fell silent."""
+        closed = self.closed_windows()
         return closed if sum(min(counts) for counts in closed.values()) >= reads else None
 
-    def reads_sent_until(self, seconds):
-        until_ns = scenarios.START_NS + seconds * scenarios.SECOND_NS
-        return sum(r["count"] for r in self.records if r["schema"] == "io.hist.v1" and r["op"] == "R"
-                   and r["latency"] == "device" and r["end_ns"] <= until_ns)
-
     def assert_judged_once_and_counted_exactly(self):
-        self.send_until(SECONDS)
-        until_ns = scenarios.START_NS + COMPARED_UNTIL_S * scenarios.SECOND_NS
-        expected = self.reads_sent_until(COMPARED_UNTIL_S)
-        compared = stack.wait_for(f"{self.host}'s windows", timeout_s=180,
-                                  check=lambda: self.windows_holding(expected, until_ns))
-        assert all(len(counts) == 1 for counts in compared.values()), f"a window emitted twice differs: {compared}"
-        counted = sum(next(iter(counts)) for counts in compared.values())
-        print(f"\n{self.host}: reads in histograms {expected}, in its {len(compared)} windows {counted}")
-        assert counted == expected
+        self.finish()
+        finished = time.monotonic()
+        ios, reads, missing = self.histograms(("R", "W")), self.histograms(("R",)), self.reported_missing()
+        row = ACCOUNTED.setdefault(self.fault, {})
+        row[COLUMNS[0]] = f"{self.run.completed} = {ios} (+ {missing})"
+        assert ios + missing == self.run.completed > 0, row
+
+        windows = stack.wait_for(f"{self.host}'s windows", timeout_s=180, check=lambda: self.windows_holding(reads))
+        windowed = sum(next(iter(counts)) for counts in windows.values())
+        row[COLUMNS[1]] = f"{reads} = {windowed}"
+        assert all(len(counts) == 1 for counts in windows.values()), f"a window emitted twice differs: {windows}"
+        assert windowed == reads, row
+
+        row[COLUMNS[2]] = self.assert_judged_once()
+        self.assert_stored_once(reads)
+        row[COLUMNS[1]] += f" = {reads}"
+        row[COLUMNS[3]] = round(time.monotonic() - finished)
+
+    def assert_judged_once(self):
         tickets = {(r["ticket"]["action"], r["ticket"]["ticket_id"], r["id"])
-                   for r in self.read("io.health.v1") if "ticket" in r}
+                   for r in self.read("io.health.v1") if "ticket" in r and r["disk"] == self.disk}
         assert len({record_id for action, _, record_id in tickets if action == "open"}) == 1, tickets
         assert len({ticket for _, ticket, _ in tickets}) == 1, tickets
-        anomalies = {r["id"] for r in self.read("io.anomaly.v1")}
-        assert len(anomalies) == 1, anomalies
-        self.assert_stored_once()
+        ids = defaultdict(set)  # (kind, severity) -> anomaly ids
+        for anomaly in self.read("io.anomaly.v1"):
+            if anomaly["disk"] == self.disk:
+                ids[anomaly["kind"], anomaly["severity"]].add(anomaly["id"])
+        assert set(DUSTY.expect) <= set(ids) and {kind for kind, _ in ids} == {kind for kind, _ in DUSTY.expect}, ids
+        assert all(len(found) == 1 for found in ids.values()), f"a verdict reached twice: {ids}"
+        return ", ".join(f"{kind} {severity}" for kind, severity in sorted(ids)) + ", one ticket"
 
-    def assert_stored_once(self):
+    def assert_stored_once(self, reads):
         """Each ClickHouse replica holds every read of the disk's histograms once, in the raw
         table and in the job's rollups of a minute, an hour and a day, and so do the
-        Distributed tables over them. The rollups come once the job has closed the disk's
-        last windows, a minute after the disk fell silent."""
-        sent = self.reads_sent_until(SECONDS + 1)
-        where = f"host = '{self.host}' AND op = 'R' AND latency = 'device'"
+        Distributed tables over them."""
+        where = f"host = '{self.host}' AND disk = '{self.disk}' AND op = 'R' AND latency = 'device'"
         tables = ("histograms", *stack.LATENCY_ROLLUPS)
         observed = {}
 
@@ -114,9 +166,20 @@ class DustyDisk:
             return observed
         try:
             stack.wait_for(f"{self.host}'s reads in ClickHouse", timeout_s=240,
-                           check=lambda: all(counts == (sent,) * len(tables) for counts in stored().values()))
+                           check=lambda: all(counts == (reads,) * len(tables) for counts in stored().values()))
         except TimeoutError:
-            raise AssertionError(f"sent {sent}; {tables} by (replica, database): {observed}") from None
+            raise AssertionError(f"read {reads}; {tables} by (replica, database): {observed}") from None
+
+
+def write_figures():
+    if not ACCOUNTED:
+        return
+    lines = ["| fault | " + " | ".join(COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
+    lines += [f"| {fault.replace('_', ' ')} | " + " | ".join(str(row.get(c, "failed")) for c in COLUMNS) + " |"
+              for fault, row in ACCOUNTED.items()]
+    FIGURES.parent.mkdir(parents=True, exist_ok=True)
+    FIGURES.write_text("\n".join(lines) + "\n")
+    stack.say("fault figures (also in " + str(FIGURES) + "):\n" + "\n".join(lines))
 
 
 def crash(container):
@@ -169,11 +232,9 @@ def failures(ports, job_id):
     return len(stack.http_json(f"{ports.flink_url}/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"])
 
 
-def test_a_taskmanager_killed_mid_window_loses_nothing(cluster):
-    disk = DustyDisk(cluster, "tm-killed")
-    disk.send_until(70)
-    disk.wait_for_ticket()
-    disk.send_until(95)  # the disk's open windows now hold records not yet checkpointed
+def test_a_taskmanager_killed_mid_window_loses_nothing(cluster, dusty_disk):
+    dusty_disk.wait_for_ticket()
+    time.sleep(8)  # the disk's open windows now hold reads not yet checkpointed
     job_id = stack.running_job(cluster.ports)
     taskmanager = taskmanager_running(cluster, job_id)
     restarted_before, failed_before = restarts(taskmanager), failures(cluster.ports, job_id)
@@ -181,74 +242,65 @@ def test_a_taskmanager_killed_mid_window_loses_nothing(cluster):
     stack.wait_for("the TaskManager restarted", lambda: restarts(taskmanager) > restarted_before)
     stack.wait_for("the job failed over and running again", timeout_s=240, check=lambda: (
         failures(cluster.ports, job_id) > failed_before and job_running_on(cluster.ports) == job_id))
-    disk.assert_judged_once_and_counted_exactly()
+    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_the_leading_jobmanager_killed_hands_the_job_to_the_standby(cluster):
-    disk = DustyDisk(cluster, "jm-killed")
-    disk.send_until(70)
-    disk.wait_for_ticket()
+def test_the_leading_jobmanager_killed_hands_the_job_to_the_standby(cluster, dusty_disk):
+    dusty_disk.wait_for_ticket()
     leader = leading_jobmanager(cluster)
     job_id = stack.running_job(cluster.ports.with_flink_rest_of(leader))
-    disk.send_until(95)
+    time.sleep(8)
     crash(cluster.container(f"flink-jobmanager-{leader}"))
     standby = cluster.ports.with_flink_rest_of(3 - leader)
     stack.wait_for("the standby running the job", lambda: job_running_on(standby) == job_id, timeout_s=240)
-    disk.assert_judged_once_and_counted_exactly()
+    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_a_kafka_node_away_for_a_minute_loses_nothing(cluster):
-    disk = DustyDisk(cluster, "kafka-away")
-    disk.send_until(60)
+def test_a_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
+    dusty_disk.play_until(20)
     broker = cluster.container("kafka-2")
     subprocess.run(["docker", "stop", broker], check=True, capture_output=True)
     try:
         away_since = time.monotonic()
-        disk.send_until(100)  # acks=all: two of three copies are enough for min.insync.replicas 2
-        disk.wait_for_ticket()
+        dusty_disk.wait_for_ticket()  # acks=all: two of three copies are enough for min.insync.replicas 2
         time.sleep(max(0.0, 60 - (time.monotonic() - away_since)))
     finally:
         subprocess.run(["docker", "start", broker], check=True, capture_output=True)
     stack.wait_for("kafka-2 back", lambda: "iopipe: topics ready" in logs_since_start(broker))
-    disk.assert_judged_once_and_counted_exactly()
+    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_every_kafka_node_away_for_a_minute_loses_nothing(cluster):
-    """The records produced meanwhile wait in their producer; when the nodes are back the
-    job reads the backlog of three topics, each at its own pace, and still windows every
-    I/O once (a disk heard again after a silence waits for each kind of its records)."""
-    disk = DustyDisk(cluster, "kafka-down")
-    disk.send_until(60)
-    disk.wait_for_ticket()
+def test_every_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
+    """The agent holds what it reads meanwhile (up to 64 MiB) and retries; when the nodes
+    are back the job reads the backlog of three topics, each at its own pace, and still
+    windows every I/O once (a disk heard again after a silence waits for each kind of its
+    records)."""
+    dusty_disk.wait_for_ticket()
     brokers = [cluster.container(f"kafka-{node}") for node in (1, 2, 3)]
     subprocess.run(["docker", "stop", *brokers], check=True, capture_output=True)
     try:
-        waiting = disk.send_until(100, wait=False)
         time.sleep(60)
     finally:
         subprocess.run(["docker", "start", *brokers], check=True, capture_output=True)
     for broker in brokers:
         stack.wait_for(f"{broker} back", lambda b=broker: "iopipe: topics ready" in logs_since_start(b))
-    assert waiting.flush(120) == 0, "every record produced while Kafka was away is delivered once it is back"
-    disk.assert_judged_once_and_counted_exactly()
+    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_clickhouse_replicas_stopped_lose_nothing(cluster):
+def test_clickhouse_replicas_stopped_lose_nothing(cluster, dusty_disk):
     """One replica stopped for 2 minutes: the other's Kafka tables take over its share of
     the topics' partitions, and it fetches what it missed when it is back. Then both for 2
     minutes: the records wait in Kafka, read from the offsets the replicas committed."""
-    disk = DustyDisk(cluster, "clickhouse-away")
-    disk.send_until(40)
+    dusty_disk.play_until(20)
     replicas = [cluster.container(f"clickhouse-{replica}") for replica in stack.CLICKHOUSE_REPLICAS]
-    for stopped, sent_until in ((replicas[:1], 80), (replicas, 120)):
+    for stopped in (replicas[:1], replicas):
         subprocess.run(["docker", "stop", *stopped], check=True, capture_output=True)
         try:
-            away_since = time.monotonic()
-            disk.send_until(sent_until)
-            time.sleep(max(0.0, 120 - (time.monotonic() - away_since)))
+            time.sleep(120)
         finally:
             subprocess.run(["docker", "start", *stopped], check=True, capture_output=True)
         for replica in stack.CLICKHOUSE_REPLICAS:
             stack.wait_for(f"ClickHouse replica {replica}", lambda r=replica: stack.clickhouse_answers(
                 cluster.ports.of_clickhouse_replica(r)))
-    disk.assert_judged_once_and_counted_exactly()
+    dusty_disk.assert_judged_once_and_counted_exactly()
+

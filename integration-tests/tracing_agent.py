@@ -1,9 +1,12 @@
-"""The real agent, tracing block I/O, as tests run it: NDJSON on stdout until stopped."""
+"""The real agent, tracing block I/O, as tests run it: NDJSON on stdout until stopped, or
+straight into Kafka."""
 import json
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 # What the agent prints on stderr once its programs are attached (agent/src/tracer.rs).
 ATTACHED = "tracing block I/O"
@@ -51,3 +54,36 @@ class TracingAgent:
         reports = [json.loads(line) for line in self.stdout_lines if '"schema":"io.agent.v1"' in line]
         assert reports, "the agent sent no io.agent.v1 record"
         return reports[-1]["counters"]
+
+
+class KafkaTracingAgent:
+    """The real agent tracing into Kafka under a host name of its own, as a host runs it;
+    what it says on stderr is kept in a file (it says much while Kafka is away)."""
+
+    def __init__(self, agent_bin, brokers, host, *args, attach_timeout_s=60):
+        self.host = host
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="iopipe-agent-", suffix=".log")
+        self.process = subprocess.Popen(
+            [str(agent_bin), "run", "--output", "kafka", "--brokers", brokers, "--host", host, *args],
+            stderr=self.log, text=True)
+        # Counts checked against the kernel's must start after the agent traces: it counts
+        # missing completions from its start.
+        deadline = time.monotonic() + attach_timeout_s
+        while ATTACHED not in self.said():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                raise AssertionError(f"the agent did not attach (exit {self.process.poll()}): {self.said()}")
+            time.sleep(0.2)
+
+    def said(self):
+        return Path(self.log.name).read_text()
+
+    def stop(self, check=True):
+        """Stops the agent (it sends its last interval and waits for Kafka to take what it
+        holds) and returns what it said; with `check`, it must have exited cleanly."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=60)
+        said = self.said()
+        assert not check or self.process.returncode == 0, said
+        return said
