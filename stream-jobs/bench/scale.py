@@ -227,6 +227,9 @@ class Checkpoints:
         self.url = f"{ports.flink_url}/jobs/{job_id}/checkpoints"
         self.by_id = {}
         self.counts = {}
+        # A checkpoint declined as it was triggered is counted but never listed: the count
+        # before the first record tells those the fleet's load had no part in.
+        self.failed_before_records = 0
 
     def poll(self):
         answer = stack.http_json(self.url)
@@ -280,6 +283,19 @@ def busiest_tasks(ports, job_id, count=3):
         tasks.append((metrics.get("busyTimeMsPerSecond", 0) / 10, metrics.get("backPressuredTimeMsPerSecond", 0) / 10,
                       vertex["name"]))
     return sorted(tasks, reverse=True)[:count]
+
+
+def checkpoint_failures_logged(cluster, job_id, most=2):
+    """The JobManagers' log lines on the job's failed checkpoints, each with its cause (the
+    next line): where the reason of a checkpoint declined at its trigger is written."""
+    found = []
+    for jobmanager in ("flink-jobmanager-1", "flink-jobmanager-2"):
+        logs = subprocess.run(["docker", "logs", cluster.container(jobmanager)], capture_output=True, text=True)
+        lines = (logs.stdout + logs.stderr).splitlines()
+        for line, cause in zip(lines, lines[1:] + [""]):
+            if job_id in line and "Failed to trigger" in line:
+                found.append(f"{line.split(' - ', 1)[-1].strip()} {cause.strip()}"[:300])
+    return found[:most]
 
 
 def cluster_shape(ports):
@@ -359,6 +375,8 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
         running_s = time.time() - start_ms / 1000
         checkpoints.poll()
         windows.poll()
+        if running_s < 0:
+            checkpoints.failed_before_records = checkpoints.counts.get("failed", 0)
         if replay.done():
             if replay.process.returncode:
                 sys.exit(f"FleetReplay ended with code {replay.process.returncode}: see its output above")
@@ -371,9 +389,11 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
         samples.append((running_s, produced, consumed, lag_s))
         if not cpu and running_s > WARM_UP_S:
             cpu = cpu_by_container(cluster.project)
-            busiest = busiest_tasks(cluster.ports, job_id)
         if now - last_progress >= PROGRESS_EVERY_S:
             last_progress = now
+            if running_s > WARM_UP_S:
+                # Flink publishes task metrics some seconds late: the latest snapshot that has them.
+                busiest = [t for t in busiest_tasks(cluster.ports, job_id) if t[0] or t[1]] or busiest
             say(f"{disks:,} disks, {running_s:.0f} s: {samples[-1][1]:,} produced, {samples[-1][2]:,} checkpointed "
                 f"(lag {lag_s:.0f} s), producer {replay.behind_s():.1f} s behind; checkpoints "
                 f"{checkpoints.counts.get('completed', 0)} completed, {checkpoints.counts.get('failed', 0)} failed; "
@@ -386,7 +406,8 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
             say(f"{disks:,} disks: {stopped}")
             break
     run = summarize(samples, checkpoints, windows, replay, start_ms)
-    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest)
+    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest,
+               logged_failures=checkpoint_failures_logged(cluster, job_id))
     return run
 
 
@@ -409,7 +430,7 @@ def summarize(samples, checkpoints, windows, replay, start_ms):
     sending_until_ms = start_ms + (samples[-1][0] * 1000 if samples else 0)
     # Durations and sizes of the checkpoints taken under load, not of those after the records ended.
     completed = [c for c in checkpoints.completed() if c["trigger_timestamp"] <= sending_until_ms]
-    warm_sends = {at: done for at, done in replay.sent_ms.items() if at >= start_ms + WARM_UP_S * 1000}
+    warm_sends = {at: done for at, done in replay.sent_ms.items() if done >= start_ms + WARM_UP_S * 1000}
     durations_s = [c["end_to_end_duration"] / 1000 for c in completed]
     latencies = sorted(windows.latencies_s(replay.sent_ms))
     warm = [sample for sample in samples if sample[0] >= WARM_UP_S] or samples
@@ -424,11 +445,9 @@ def summarize(samples, checkpoints, windows, replay, start_ms):
         "checkpoints_under_load": len(completed),
         "checkpoints_failed": checkpoints.counts.get("failed", 0),
         # A checkpoint the job declined before the first record was sent did not meet the fleet.
-        "failed_under_load": [f"#{c['id']}: {c.get('failure_message', '?')}" for c in checkpoints.failed()
-                              if c["trigger_timestamp"] >= start_ms],
-        "failed_before_records": [f"#{c['id']}: {c.get('failure_message', '?')}" for c in checkpoints.failed()
-                                  if c["trigger_timestamp"] < start_ms],
-        "failed_unlisted": checkpoints.counts.get("failed", 0) - len(checkpoints.failed()),
+        "failed_before_records": checkpoints.failed_before_records,
+        "failed_under_load": checkpoints.counts.get("failed", 0) - checkpoints.failed_before_records,
+        "failure_messages": [f"#{c['id']}: {c.get('failure_message', '?')}" for c in checkpoints.failed()],
         "checkpoints_in_progress": checkpoints.counts.get("in_progress", 0),
         "checkpoint_s_median": statistics.median(durations_s) if durations_s else None,
         "checkpoint_s_max": max(durations_s, default=None),
@@ -443,10 +462,10 @@ def summarize(samples, checkpoints, windows, replay, start_ms):
 def held(run):
     """Held: the producer kept the agents' clock, the job's checkpointed offsets stayed within
     HELD_LAG_CHECKPOINTS intervals of the log end, and every checkpoint triggered once records
-    flowed completed (one whose trigger time is unknown counts against it)."""
+    flowed completed."""
     return (run["stopped"] is None and run["producer_behind_s"] <= PRODUCER_SLACK_S
             and run["max_lag_s"] <= HELD_LAG_CHECKPOINTS * run["checkpoint_interval_s"]
-            and not run["failed_under_load"] and not run["failed_unlisted"]
+            and not run["failed_under_load"]
             and run["checkpoints_completed"] >= MIN_CHECKPOINTS)
 
 
@@ -478,8 +497,8 @@ def size_table(run):
         f"| plain KafkaConsumer (librdkafka), same records, job stopped | {figure(run['plain_rate'])} records/s |",
         f"| job / plain consumer | {figure(ratio, '', 2)} |",
         f"| checkpoints completed / failed / in progress at the end | {checkpoints} |",
-        f"| failed checkpoints, once records flowed / before the first record | {failures(run['failed_under_load'])} / "
-        f"{failures(run['failed_before_records'])} |",
+        f"| failed checkpoints, once records flowed / before the first record | {run['failed_under_load']} / "
+        f"{run['failed_before_records']} {failures(run)} |",
         f"| checkpoint duration while records were sent ({run['checkpoints_under_load']}), median / max | "
         f"{figure(run['checkpoint_s_median'], ' s', 1)} / {figure(run['checkpoint_s_max'], ' s', 1)} |",
         f"| checkpoint size, incremental (median) / full state (last) | "
@@ -492,8 +511,10 @@ def size_table(run):
         ""])
 
 
-def failures(listed):
-    return f"{len(listed)} ({'; '.join(listed)})" if listed else "0"
+def failures(run):
+    """Why checkpoints failed: the REST history's messages, else the JobManager's log."""
+    reasons = run["failure_messages"] or run["logged_failures"]
+    return f"({'; '.join(reasons)})" if reasons else ""
 
 
 def mib(value):
@@ -514,11 +535,13 @@ def slots_for_target(runs, shape):
         f"- Records: {TARGET_DISKS:,} disks × {fastest['per_disk_s']:.2f} records per disk-second = {needed:,.0f} "
         f"records/s. The job's best rate was {fastest['consumed_rate']:,.0f} records/s, at {fastest['disks']:,} disks "
         f"on {shape['parallelism']} slots: {per_slot:,.0f} per slot{bound}. {by_rate} slots.")
-    # A size the job fell behind on has not seen every disk by its checkpoints: per-disk state from a held one.
-    with_state = [r for r in runs if r["state_bytes"] and held(r)] or [r for r in runs if r["state_bytes"]]
+    # A size the job fell far behind on had not read every disk by its checkpoints: per-disk state from
+    # the largest size it read to the end, else the smallest.
+    with_state = [r for r in runs if r["state_bytes"]]
+    to_the_end = [r for r in with_state if not r["stopped"]]
     by_state = 0
     if with_state:
-        largest = max(with_state, key=lambda r: r["disks"])
+        largest = max(to_the_end, key=lambda r: r["disks"]) if to_the_end else min(with_state, key=lambda r: r["disks"])
         per_disk_bytes = largest["state_bytes"] / largest["disks"]
         total = TARGET_DISKS * per_disk_bytes
         by_state = math.ceil(total / shape["managed_per_slot"])
@@ -585,8 +608,9 @@ def job_ceiling(runs):
     if not saturated:
         return []
     best = max(saturated, key=lambda r: r["consumed_rate"])
-    return [f"The job's ceiling here, {best['consumed_rate']:,.0f} records/s (at {best['disks']:,} disks), is the "
-            f"records of {best['consumed_rate'] / best['per_disk_s']:,.0f} disks."]
+    return [f"Where the job could not keep up, at {best['disks']:,} disks, it consumed {best['consumed_rate']:,.0f} "
+            f"records/s, the records of {best['consumed_rate'] / best['per_disk_s']:,.0f} disks, while Kafka and "
+            "ClickHouse took in that fleet's records on the same cores."]
 
 
 def why_not_held(run):
@@ -600,9 +624,7 @@ def why_not_held(run):
         reasons.append(f"the job fell {run['max_lag_s']:.0f} s behind, consuming "
                        f"{run['consumed_rate']:,.0f} of {run['produced_rate']:,.0f} records/s sent")
     if run["failed_under_load"]:
-        reasons.append(f"{len(run['failed_under_load'])} checkpoints failed ({'; '.join(run['failed_under_load'])})")
-    if run["failed_unlisted"]:
-        reasons.append(f"{run['failed_unlisted']} checkpoints failed that the job's history no longer lists")
+        reasons.append(f"{run['failed_under_load']} checkpoints failed once records flowed {failures(run)}")
     if run["checkpoints_completed"] < MIN_CHECKPOINTS:
         reasons.append(f"only {run['checkpoints_completed']} checkpoints completed")
     return "; ".join(reasons) + "."
