@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
@@ -111,7 +111,7 @@ detect:
 	@$(MAKE) -s $(JOB_JAR) >&2  # stdout carries the verdicts only
 	@stream-jobs/bin/iopipe-detect --input "$(INPUT)" --output "$(OUTPUT)" $(if $(REJECTS),--rejects "$(REJECTS)")
 
-bench: bench-agent bench-jobs bench-warehouse bench-ingest
+bench: bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
 # IOPS at maximum rate with and without the agent and its peers, side by side.
 bench-agent: agent
@@ -128,3 +128,8 @@ bench-ingest: deps images
 # The stream job graph's records/s against a plain Kafka consumer; state bytes per disk.
 bench-jobs: deps $(JOB_JAR) images
 	@python3 stream-jobs/bench/run.py
+
+# The live job on the cluster at 1,000, 10,000 and 50,000 disks sending as agents do, checkpoints
+# on: records/s, checkpoints, record-to-ClickHouse latency, against a plain Kafka consumer.
+bench-fleet: deps $(JOB_JAR) images
+	@$(PYTHON) stream-jobs/bench/scale.py

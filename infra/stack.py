@@ -406,9 +406,10 @@ def wait_until_ready(ports, containers):
 
 # ---------------------------------------------------------------- job and schema
 
-def submit_live_job(ports, jar=JOB_JAR, restore_from=None):
+def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None):
     """Uploads the job jar through Flink's REST API and runs the live job, from the
-    checkpoint or savepoint at `restore_from` if given; returns its id."""
+    checkpoint or savepoint at `restore_from` if given, reading as consumer group
+    `group_id` if given (else the job's own); returns its id."""
     if not jar.exists():
         sys.exit(f"{jar} is missing: run `make jobs` first")
     boundary = uuid.uuid4().hex
@@ -420,7 +421,8 @@ def submit_live_job(ports, jar=JOB_JAR, restore_from=None):
         jar_id = json.loads(response.read())["filename"].rsplit("/", 1)[-1]
     # A job run through the REST API gets parallelism 1 unless the request names one, whatever
     # the cluster's parallelism.default: name the cluster's.
-    run_request = {"entryClass": LIVE_JOB_CLASS, "programArgsList": ["--brokers", ports.brokers],
+    run_request = {"entryClass": LIVE_JOB_CLASS,
+                   "programArgsList": ["--brokers", ports.brokers, *(["--group-id", group_id] if group_id else [])],
                    "parallelism": int(flink_config(ports)["parallelism.default"])}
     if restore_from:
         # Every operator's state must find its operator again: none may be left unclaimed.

@@ -24,6 +24,8 @@ from scenarios import MS_NS, SAMPLE_PHASE_NS, SECOND_NS, SECTOR_BYTES, START_NS
 DRAWS = 32
 EVENT_EVERY = 8  # of the draws: a uniform sample, weighted by how many I/Os each stands for
 LOAD_CHANGES_EVERY_S = 5
+HOST_PREFIX = "fleet-"
+DISKS_PER_HOST = 8
 
 
 class Kind:
@@ -219,19 +221,27 @@ class HealthyDisk:
 
 
 def disk_name(kind, index):
+    """The disk's name on its host: `index` is its place there, below DISKS_PER_HOST."""
     if kind.rotational:
         return "sd" + chr(ord("a") + index % 26)
     return f"nvme{index}n1" if kind.name == "nvme" else f"sd{chr(ord('a') + index % 26)}"
 
 
-def healthy_fleet(disks, seconds, seed=1):
-    """`disks` healthy disks, 8 to a host, the kinds in turn; their records in time order."""
+def healthy_disks(disks, seed=1):
+    """`disks` healthy disks, DISKS_PER_HOST to a host, the kinds in turn."""
     rng = random.Random(seed)
     fleet = []
     for d in range(disks):
         options = kinds(rng)
         kind = options[d % len(options)]
-        fleet.append(HealthyDisk(random.Random(rng.random()), f"fleet-{d // 8:03d}", disk_name(kind, d % 8), kind))
+        fleet.append(HealthyDisk(random.Random(rng.random()), f"{HOST_PREFIX}{d // DISKS_PER_HOST:03d}",
+                                 disk_name(kind, d % DISKS_PER_HOST), kind))
+    return fleet
+
+
+def healthy_fleet(disks, seconds, seed=1):
+    """The records of `disks` healthy disks (healthy_disks) over `seconds`, in time order."""
+    fleet = healthy_disks(disks, seed)
     out = []
     for second in range(seconds):
         for disk in fleet:
