@@ -25,7 +25,7 @@ help:
 	@echo "make down    stop everything the demo started"
 	@echo "make cluster-up   the cluster the fault tests use: Kafka x3, ZooKeeper, Flink HA, ClickHouse; make cluster-down"
 	@echo "make upgrade-job  run the job jar built now in place of the demo's running job, keeping its state"
-	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md, stream-jobs/bench/RESULTS.md, schema/bench/RESULTS.md, schema/bench/RESULTS-ingest.md"
+	@echo "make bench   benchmarks (root): results in agent/bench/RESULTS.md, stream-jobs/bench/RESULTS.md, schema/bench/RESULTS.md, schema/bench/RESULTS-ingest.md, stream-jobs/bench/RESULTS-fleet.md"
 
 deps: $(VENV)/.installed
 	@bash infra/bootstrap.sh
