@@ -81,11 +81,17 @@ class TracedDustyDisk:
         time.sleep(max(0.0, self.started + seconds - time.monotonic()))
 
     def finish(self):
-        """Waits for the workload's end, then stops the agent: it sends its last interval
-        and waits until Kafka has taken everything it holds."""
+        """Waits for the workload's end, then stops the agent once Kafka has its reports from
+        after it: an agent holding what it read while Kafka was away delivers it as its
+        connections come back (librdkafka's reconnect backoff reaches 10 s), and a stopped
+        one waits only 10 s more."""
         self.workload.join()
         if self.run.error:
             raise AssertionError(f"S1's workload failed: {self.run.error}") from self.run.error
+        ended_ns = time.time_ns()
+        stack.wait_for(f"{self.host}'s records from after the workload in Kafka", timeout_s=180, check=lambda: (
+            any(s["disk"] == self.disk and s["ts_ns"] > ended_ns for s in self.read("io.diskstats.v1"))
+            and any(r["ts_ns"] > ended_ns for r in self.read("io.agent.v1"))))
         said = self.agent.stop()
         assert "kafka_failed 0, kafka_shed 0" in said, said
 
