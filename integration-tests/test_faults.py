@@ -24,7 +24,7 @@ import pytest
 
 import stack
 from end_to_end import SCENARIOS, Run, scenario_disk
-from kafka_records import TOPICS, consume_host
+from kafka_records import TOPICS, consume_host, consume_to_end
 from tracing_agent import KafkaTracingAgent
 
 SECONDS = 80
@@ -89,9 +89,11 @@ class TracedDustyDisk:
         if self.run.error:
             raise AssertionError(f"S1's workload failed: {self.run.error}") from self.run.error
         ended_ns = time.time_ns()
+        brokers = self.cluster.ports.brokers
         stack.wait_for(f"{self.host}'s records from after the workload in Kafka", timeout_s=180, check=lambda: (
-            any(s["disk"] == self.disk and s["ts_ns"] > ended_ns for s in self.read("io.diskstats.v1"))
-            and any(r["ts_ns"] > ended_ns for r in self.read("io.agent.v1"))))
+            any(s["disk"] == self.disk and s["ts_ns"] > ended_ns
+                for s in consume_to_end(brokers, TOPICS["io.diskstats.v1"], self.host))
+            and any(r["ts_ns"] > ended_ns for r in consume_to_end(brokers, TOPICS["io.agent.v1"], self.host))))
         said = self.agent.stop()
         assert "kafka_failed 0, kafka_shed 0" in said, said
 
