@@ -156,8 +156,13 @@ pub struct KafkaSink {
 
 /// Memory the producer may hold while the brokers are away; past it records are shed.
 const MAX_BUFFERED_KIB: &str = "65536";
-/// How long closing waits for buffered records to be delivered.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long closing waits for the brokers to take any more of the buffered records. A
+/// backlog held through an outage is still being delivered when a stop comes; librdkafka's
+/// reconnect backoff reaches 10 s, so a stall shorter than that is not the end.
+const CLOSE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often closing looks at the delivery's progress.
+const CLOSE_STEP: Duration = Duration::from_secs(1);
+const CLOSE_PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// How long a record is retried before it counts as failed.
 const DELIVERY_TIMEOUT_MS: &str = "300000";
 
@@ -198,10 +203,34 @@ impl Sink for KafkaSink {
         Ok(())
     }
 
+    /// Waits for the buffered records as long as the brokers keep taking them (each is
+    /// still bounded by its delivery timeout), and gives up after a stall of
+    /// CLOSE_STALL_TIMEOUT: a stop never drops a backlog that is being delivered.
     fn close(&mut self) -> Result<()> {
-        self.producer.flush(CLOSE_TIMEOUT).map_err(|err| {
-            anyhow::anyhow!("{} records still unsent after {CLOSE_TIMEOUT:?}: {err}", self.producer.in_flight_count())
-        })
+        let mut stalled_since = Instant::now();
+        let mut said_at = stalled_since;
+        let mut settled = self.stats.settled();
+        loop {
+            match self.producer.flush(CLOSE_STEP) {
+                Ok(()) => return Ok(()),
+                Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut)) => {}
+                Err(err) => return Err(err).context("delivering the buffered records"),
+            }
+            let now_settled = self.stats.settled();
+            if now_settled > settled {
+                settled = now_settled;
+                stalled_since = Instant::now();
+                if said_at.elapsed() >= CLOSE_PROGRESS_EVERY {
+                    said_at = stalled_since;
+                    eprintln!("iopipe-agent: closing: {} records still to deliver", self.producer.in_flight_count());
+                }
+            } else if stalled_since.elapsed() >= CLOSE_STALL_TIMEOUT {
+                anyhow::bail!(
+                    "{} records still unsent: the brokers took none for {CLOSE_STALL_TIMEOUT:?}",
+                    self.producer.in_flight_count()
+                );
+            }
+        }
     }
 
     fn counters(&self) -> Vec<Counter> {

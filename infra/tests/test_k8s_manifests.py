@@ -175,6 +175,20 @@ def test_agent_produces_to_kafka_through_the_plain_listener_under_the_nodes_name
     assert host["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 
 
+def test_agent_keeps_its_state_file_across_container_restarts_on_a_writable_volume():
+    pod = agent_pod()
+    (container,) = pod["containers"]
+    args = container["args"]
+    state_file = Path(args[args.index("--state-file") + 1])
+    (mount,) = [m for m in container["volumeMounts"] if state_file.is_relative_to(m["mountPath"])]
+    assert not mount.get("readOnly", False)
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert "emptyDir" in volume, "kept across the container's restarts, within one boot"
+    stall_s = int(re.search(r"CLOSE_STALL_TIMEOUT: Duration = Duration::from_secs\((\d+)\)",
+                            (REPO / "agent/src/output.rs").read_text()).group(1))
+    assert pod["terminationGracePeriodSeconds"] > stall_s, "room for the stall a closing agent waits out"
+
+
 # ---------------------------------------------------------------- the live job
 
 
