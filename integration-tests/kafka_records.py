@@ -4,7 +4,7 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 
 TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
 TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
@@ -60,31 +60,3 @@ def consume(brokers, topic, wanted, idle_s):
     finally:
         consumer.close()
     return records
-
-
-def consume_to_end(brokers, topic, host, timeout_s=60):
-    """Every record of `host` on `topic`, from the beginning to where the topic ends now: a
-    producer still writing (a running agent) cannot keep it reading."""
-    consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"itest-{uuid.uuid4()}", "enable.auto.commit": False})
-    try:
-        ends = {}
-        for partition in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-            if high > low:
-                ends[partition] = high
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in ends])
-        records, deadline = [], time.monotonic() + timeout_s
-        while ends:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{topic} not read to its end within {timeout_s} s: {ends} left")
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            record = json.loads(message.value())
-            if record.get("host") == host:
-                records.append(record)
-            if message.offset() + 1 >= ends.get(message.partition(), 0):
-                ends.pop(message.partition(), None)
-        return records
-    finally:
-        consumer.close()

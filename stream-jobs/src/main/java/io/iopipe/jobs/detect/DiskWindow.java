@@ -42,6 +42,15 @@ public class DiskWindow {
      * the detectors, never too late to be counted in the latency rollups.
      */
     public boolean amendsClosedWindow;
+    /**
+     * 0 for a window sent when it closed; n for its n-th whole copy sent again after it
+     * closed on its disk's silence and then took records still on their way (a Kafka
+     * outage's backlog). A later copy replaces an earlier one; only the window records
+     * carry copies, never the detectors or the rollups.
+     */
+    public int revision;
+    /** A window closed on silence that took records since it was last sent (kept state, not output). */
+    public boolean revisionDue;
 
     public String key() {
         return host + "/" + disk;
@@ -127,6 +136,17 @@ public class DiskWindow {
             op(e.getKey()).merge(e.getValue());
         }
         return this;
+    }
+
+    /** A copy of the measures and events, to send while this one is kept and may still change. */
+    public DiskWindow copy() {
+        DiskWindow copy = new DiskWindow().absorbMeasures(this);
+        copy.events = new ArrayList<>(events);
+        copy.eventsOverCap = eventsOverCap;
+        copy.startNs = startNs;
+        copy.endNs = endNs;
+        copy.windowSeconds = windowSeconds;
+        return copy;
     }
 
     /** Whether a record of this identity is new to the window; remembers it, and which were kernel histograms. */

@@ -31,6 +31,10 @@ public class DiskClock {
     public long checkAtMs = NONE;
     /** Every window ending at or before this is closed: the clock never goes back. */
     public long closedThroughMs = NONE;
+    /** How many of the disk's windows closed on silence are kept for records still on their way. */
+    public int keptOnSilence;
+    /** Whether one of them took records since it was last sent. */
+    public boolean revisionDue;
 
     void saw(DiskRecord r, long tsMs, long nowMs, long kindIdleMs) {
         if (firstHeardAtMs == NONE) {

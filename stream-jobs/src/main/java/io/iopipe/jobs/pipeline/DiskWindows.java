@@ -32,6 +32,14 @@ import org.apache.flink.util.Collector;
  * merged once. A disk silent for {@code idleMs} of wall-clock time has its open windows
  * closed; silent for {@code forgetAfterMs}, it is forgotten. At the end of a bounded
  * input (the final watermark) every open window closes.
+ *
+ * <p>Silence is a guess: a disk whose records were held up (every Kafka node away, its
+ * agent holding a backlog) looks the same as one that went away. So a window closed on
+ * silence is kept whole, for {@code allowedLateness} of its disk's clock once the disk is
+ * heard again, and takes the records still on their way as if it were open; once the
+ * disk's clock passes it (or the disk falls silent again) it is sent again whole, a
+ * revision that replaces the copy sent before. Its late kernel histograms amend the
+ * latency rollups as any late histogram does; the detectors judged the window once.
  */
 public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
     private final int windowSeconds;
@@ -45,10 +53,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private transient MapState<Long, DiskWindow> open;
     /** Per window closed within allowedLateness, the identities of the kernel histograms it counted. */
     private transient MapState<Long, HashSet<Long>> closedHistograms;
+    /** Windows closed on silence, whole with what they saw, while records may still come for them. */
+    private transient MapState<Long, DiskWindow> closedOnSilence;
     private transient ValueState<DiskClock> clock;
     private transient Counter duplicates;
     private transient Counter closedIdle;
     private transient Counter lateHistogramsRolledUp;
+    private transient Counter revisions;
 
     public DiskWindows(int windowSeconds, Pipeline.Config config) {
         this.windowSeconds = windowSeconds;
@@ -67,6 +78,9 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
         closedHistograms = getRuntimeContext().getMapState(new MapStateDescriptor<>(
                 "closed-window-histograms", Types.LONG, TypeInformation.of(new TypeHint<HashSet<Long>>() {})));
+        closedOnSilence = getRuntimeContext().getMapState(
+                new MapStateDescriptor<>("windows-closed-on-silence", Long.class, DiskWindow.class));
+        revisions = getRuntimeContext().getMetricGroup().counter("windows_revised_total");
         duplicates = getRuntimeContext().getMetricGroup().counter("records_duplicate_total");
         closedIdle = getRuntimeContext().getMetricGroup().counter("windows_closed_idle_total");
         lateHistogramsRolledUp = getRuntimeContext().getMetricGroup().counter("late_histograms_rolled_up_total");
@@ -89,7 +103,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             checkAt(c, nowMs + kindIdleMs, ctx);
         }
         if (startMs + lengthMs <= c.closedThroughMs) {
-            late(r, startMs, ctx, out);
+            late(r, startMs, c, ctx, out);
         } else {
             add(r, startMs, ctx);
         }
@@ -114,7 +128,12 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      * A record for a closed window is late for it; a kernel histogram it has not counted,
      * within allowedLateness of its close, also amends it for the latency rollups.
      */
-    private void late(DiskRecord r, long startMs, Context ctx, Collector<DiskWindow> out) throws Exception {
+    private void late(DiskRecord r, long startMs, DiskClock c, Context ctx, Collector<DiskWindow> out) throws Exception {
+        DiskWindow kept = c.keptOnSilence > 0 ? closedOnSilence.get(startMs) : null;
+        if (kept != null) {
+            takeIntoClosedOnSilence(r, startMs, kept, c, out);
+            return;
+        }
         HashSet<Long> counted = r.hist == null ? null : closedHistograms.get(startMs);
         if (counted != null && !counted.add(r.identity())) {
             duplicates.inc();
@@ -123,11 +142,63 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         ctx.output(Pipeline.LATE_RECORDS, r);
         if (counted != null) {
             closedHistograms.put(startMs, counted);
-            DiskWindow amendment = stamped(accumulate.add(r, accumulate.createAccumulator()), startMs);
-            amendment.amendsClosedWindow = true;
-            out.collect(amendment);
-            lateHistogramsRolledUp.inc();
+            amendRollups(r, startMs, out);
         }
+    }
+
+    /** A record for a window closed on silence: the window takes it, to be sent again whole. */
+    private void takeIntoClosedOnSilence(DiskRecord r, long startMs, DiskWindow kept, DiskClock c,
+            Collector<DiskWindow> out) throws Exception {
+        if (!kept.firstSeen(r.identity(), r.hist != null)) {
+            duplicates.inc();
+            return;
+        }
+        accumulate.add(r, kept).revisionDue = true;
+        closedOnSilence.put(startMs, kept);
+        c.revisionDue = true;
+        if (r.hist != null) {
+            amendRollups(r, startMs, out);
+        }
+    }
+
+    /** A late kernel histogram, on its own, for the latency rollups of its closed window. */
+    private void amendRollups(DiskRecord r, long startMs, Collector<DiskWindow> out) {
+        DiskWindow amendment = stamped(accumulate.add(r, accumulate.createAccumulator()), startMs);
+        amendment.amendsClosedWindow = true;
+        out.collect(amendment);
+        lateHistogramsRolledUp.inc();
+    }
+
+    /**
+     * Sends again, whole, each window closed on silence that took records since it was
+     * sent and ends at or before `clockMs`; forgets those ending at or before `forgetMs`.
+     */
+    private void reviseUpTo(DiskClock c, long clockMs, long forgetMs, Collector<DiskWindow> out) throws Exception {
+        List<Long> starts = new ArrayList<>();
+        for (Long startMs : closedOnSilence.keys()) {
+            starts.add(startMs);
+        }
+        starts.sort(null);
+        boolean due = false;
+        for (long startMs : starts) {
+            DiskWindow kept = closedOnSilence.get(startMs);
+            if (kept.revisionDue && startMs + lengthMs <= clockMs) {
+                kept.revisionDue = false;
+                kept.revision++;
+                DiskWindow revised = stamped(kept.copy(), startMs);
+                revised.revision = kept.revision;
+                out.collect(revised);
+                revisions.inc();
+            }
+            if (startMs + lengthMs <= forgetMs) {
+                closedOnSilence.remove(startMs);
+                c.keptOnSilence--;
+            } else {
+                closedOnSilence.put(startMs, kept);
+                due |= kept.revisionDue;
+            }
+        }
+        c.revisionDue = due;
     }
 
     /** Moves the disk's clock to its watermark now and closes the windows it passed. */
@@ -135,7 +206,10 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, nowMs);
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
-            closeUpTo(watermark, false, ctx, out);
+            closeUpTo(watermark, null, ctx, out);
+        }
+        if (c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
+            reviseUpTo(c, watermark, watermark - allowedLatenessMs, out);
         }
         clock.update(c);
     }
@@ -151,10 +225,12 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     }
 
     /**
-     * Emits, in time order, every open window that ends at or before `clock`; with
-     * `silent`, the last of them says its disk fell silent after it.
+     * Emits, in time order, every open window that ends at or before `clock`; with the
+     * disk's clock as `silentClock`, they close on silence: each is kept (see the class),
+     * and the last of them says its disk fell silent after it.
      */
-    private void closeUpTo(long clock, boolean silent, Context ctx, Collector<DiskWindow> out) throws Exception {
+    private void closeUpTo(long clock, DiskClock silentClock, Context ctx, Collector<DiskWindow> out) throws Exception {
+        boolean silent = silentClock != null;
         List<Long> due = new ArrayList<>();
         for (Long startMs : open.keys()) {
             if (startMs + lengthMs <= clock) {
@@ -165,7 +241,11 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         for (long startMs : due) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
             DiskWindow w = open.get(startMs);
-            if (allowedLatenessMs > 0) {
+            if (silent) {
+                closedOnSilence.put(startMs, w);
+                silentClock.keptOnSilence++;
+                w = w.copy();
+            } else if (allowedLatenessMs > 0) {
                 closedHistograms.put(startMs, new HashSet<>(w.seenHistograms));
             }
             stamped(w, startMs);
@@ -198,31 +278,41 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
+        DiskClock c = clock();
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
-            closeUpTo(timestamp + 1, false, ctx, out);
+            closeUpTo(timestamp + 1, null, ctx, out);
+            if (c.revisionDue) {
+                reviseUpTo(c, timestamp + 1, Long.MIN_VALUE, out);
+                clock.update(c);
+            }
             return;
         }
-        DiskClock c = clock();
         c.checkAtMs = DiskClock.NONE;
         long silentMs = timestamp - c.lastHeardAtMs;
-        if (silentMs >= idleMs && !open.isEmpty()) {
-            // The disk went quiet: close what it sent, and move its clock past it so a straggler is late, not a second window.
-            long lastEndMs = 0;
-            for (Long startMs : open.keys()) {
-                lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
+        if (silentMs >= idleMs) {
+            if (c.revisionDue) {
+                reviseUpTo(c, Long.MAX_VALUE, Long.MIN_VALUE, out);  // silent again: what came since is all there is
             }
-            c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
-            closeUpTo(lastEndMs, true, ctx, out);
-            closedIdle.inc();
-        } else if (!open.isEmpty()) {
+            if (!open.isEmpty()) {
+                // The disk went quiet: close what it sent, and move its clock past it so a straggler is not a second window.
+                long lastEndMs = 0;
+                for (Long startMs : open.keys()) {
+                    lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
+                }
+                c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
+                closeUpTo(lastEndMs, c, ctx, out);
+                closedIdle.inc();
+            }
+        } else if (!open.isEmpty() || c.revisionDue) {
             advance(c, timestamp, ctx, out);
         }
         if (silentMs >= forgetAfterMs) {
             clock.clear();
             closedHistograms.clear();
+            closedOnSilence.clear();
             return;
         }
-        checkAt(c, open.isEmpty() ? c.lastHeardAtMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
+        checkAt(c, open.isEmpty() && !c.revisionDue ? c.lastHeardAtMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
         clock.update(c);
     }
 }

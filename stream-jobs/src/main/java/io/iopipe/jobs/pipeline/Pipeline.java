@@ -100,16 +100,21 @@ public final class Pipeline {
                 .keyBy(DiskRecord::key)
                 .process(new DiskWindows(base, config))
                 .name(base + "s windows").uid("windows-" + base + "s");
-        // Amendments travel with the windows, so the rollups never see one before its window.
+        // Amendments and revisions travel with the windows, so nothing sees one before its window.
         DataStream<DiskWindow> windows = windowsAndAmendments
-                .filter(w -> !w.amendsClosedWindow).name(base + "s windows, not amendments").uid("windows-not-amendments");
-        out = out.union(records(windows, base),
+                .filter(w -> !w.amendsClosedWindow && w.revision == 0).name(base + "s windows, not amendments")
+                .uid("windows-not-amendments");
+        // A window closed on silence and sent again whole replaces its earlier copy; only the records carry it.
+        DataStream<DiskWindow> windowsAndRevisions = windowsAndAmendments
+                .filter(w -> !w.amendsClosedWindow).name(base + "s windows and revisions").uid("windows-and-revisions");
+        out = out.union(records(windowsAndRevisions, base),
                 windowsAndAmendments.getSideOutput(LATE_RECORDS).map(new LateRecordToDeadLetter(base, config.allowedLateness))
                         .name("late records").uid("late-records"),
                 windows.keyBy(DiskWindow::key)
                         .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
                         .name("detectors").uid("detectors"),
-                latencyRollups(windowsAndAmendments, config));
+                latencyRollups(windowsAndAmendments.filter(w -> w.revision == 0).name(base + "s windows and amendments")
+                        .uid("windows-and-amendments"), config));
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
             SingleOutputStreamOperator<DiskWindow> longer = windows
                     .keyBy(DiskWindow::key)

@@ -128,6 +128,10 @@ class DiskWindowsTest {
         assertEquals(List.of("web-1/sdb@10s:10", "web-1/sdb@20s:10"), windows(), "17 s is within the out-of-orderness");
     }
 
+    private List<Integer> revisions() {
+        return harness.extractOutputValues().stream().map(w -> w.revision).toList();
+    }
+
     private List<Boolean> amendments() {
         return harness.extractOutputValues().stream().map(w -> w.amendsClosedWindow).toList();
     }
@@ -162,7 +166,11 @@ class DiskWindowsTest {
         harness.setProcessingTime(config.diskIdleness.toMillis());
         assertEquals(List.of("web-1/sdb@0s:10"), windows(), "closed once the disk went quiet");
         feed(reads("web-1", T0_MS + 2 * SECOND_MS, 10));
-        assertEquals(1, late(), "a straggler for a closed window is late, never a second window");
+        assertEquals(0, late(), "a straggler for a window closed on silence is taken into it");
+        harness.setProcessingTime(2 * config.diskIdleness.toMillis());
+        assertEquals(List.of("web-1/sdb@0s:10", "web-1/sdb@0s:10", "web-1/sdb@0s:20"), windows(),
+                "never a second window: a rollup amendment, then the window again whole once the disk fell silent again");
+        assertEquals(List.of(0, 0, 1), revisions());
         harness.setProcessingTime(config.diskIdleness.toMillis() + config.diskForgottenAfter.toMillis());
         assertEquals(0, harness.numKeyedStateEntries(), "a disk gone for good leaves no state");
         assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers(), "nor timers");
@@ -289,5 +297,35 @@ class DiskWindowsTest {
         assertEquals(0, late(), "the diskstats read after the histograms are not late");
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
         assertEquals(100, harness.extractOutputValues().get(2).iostat.readsCompleted);
+    }
+
+    @Test
+    void aWindowClosedOnASilenceLongerThanTheDiskIdlenessTakesItsBacklogAndIsSentAgainWhole() throws Exception {
+        for (long s = 1; s <= 14; s++) {
+            harness.setProcessingTime(s * SECOND_MS);
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        // Every Kafka node away for longer than the disk idleness: the job hears nothing of the
+        // host, closes its open window on silence, then reads the agent's backlog, histograms first.
+        harness.setProcessingTime(14 * SECOND_MS + config.diskIdleness.toMillis() + config.kindIdleness.toMillis());
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:50"), windows(), "checked every " + config.kindIdleness);
+        harness.setProcessingTime(100 * SECOND_MS);
+        for (long s = 15; s <= 40; s++) {
+            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        for (long s = 15; s <= 40; s++) {
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        assertEquals(0, late(), "the backlog is late for no window");
+        List<DiskWindow> out = harness.extractOutputValues();
+        List<DiskWindow> sent = out.stream().filter(w -> !w.amendsClosedWindow).toList();
+        assertEquals(List.of("0s:90 r0", "10s:50 r0", "10s:100 r1", "20s:100 r0"), sent.stream()
+                .map(w -> (w.startNs / 1_000_000L - T0_MS) / SECOND_MS + "s:" + w.op("R").count() + " r" + w.revision).toList());
+        assertEquals(100, sent.get(2).iostat.readsCompleted, "the revision holds the backlog's diskstats too");
+        assertEquals(50, out.stream().filter(w -> w.amendsClosedWindow).mapToLong(w -> w.op("R").count()).sum(),
+                "the rollups take the closed window's late histograms as amendments");
+        feed(reads("web-1", T0_MS + 16 * SECOND_MS, 10));
+        assertEquals(sent.size(), harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).count(),
+                "a resent histogram changes nothing");
     }
 }
