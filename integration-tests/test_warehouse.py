@@ -80,22 +80,30 @@ def test_up_then_down_leaves_an_empty_server(warehouse):
     assert admin.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
 
 
-def test_an_upgrade_keeps_the_rollups_history_and_its_new_tables_read_what_kafka_holds(warehouse):
-    """A warehouse whose rollups summed io.hist.v1 (0009), upgraded to the job's rollups
-    (0013): the sums so far move into the new tables as revision 0, and the new Kafka
-    tables read io.latency.v1 from its start with consumer groups of their own, so the
-    rollups the job sent before the upgrade are there too, each replacing its sum."""
+def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(warehouse):
+    """A warehouse of 0012 (its raw tables read the agent topics, its rollups summed
+    io.hist.v1 as 0009 made them), upgraded to the newest:
+    - the job's rollups (0013): the sums so far move into the new tables as revision 0,
+      and the new Kafka tables read io.latency.v1 from its start with consumer groups of
+      their own, so the rollups the job sent before the upgrade are there too, each
+      replacing its sum;
+    - raw tables reading what the job accepted (0015): what they held stays, the new
+      Kafka tables read the accepted topics from their start (a record read before from
+      the agent topic replacing its twin), and a record only on an agent topic (no job
+      here accepts it) is no longer stored."""
     ports, users = warehouse
     admin = users.client(ports, "admin")
     fleet = warehouse_fixture.fleet(int(time.time()), f"up{uuid.uuid4().hex[:6]}")
     rollups = fleet.by_schema(warehouse_fixture.ROLLUP)
+    raw = [r for r in fleet.records if r["schema"] in ACCEPTED_TOPICS]
     sent_before = [r for r in rollups if r["host"] == fleet.host_a]  # host b's come after the upgrade
     produce(ports.brokers, [r for r in fleet.records if r["schema"] != warehouse_fixture.ROLLUP] + sent_before)
     db = f"upgrade_{uuid.uuid4().hex[:8]}"
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
     from_job = next(m.version for m in migrate.discover() if m.name == "latency_from_job")
+    reads_accepted = next(m.version for m in migrate.discover() if m.name == "raw_tables_read_accepted")
+    assert from_job < reads_accepted
     migrator.up(to_version=from_job - 1)
-    raw = [r for r in fleet.records if r["schema"] in ACCEPTED_TOPICS]
     wait_until_stored(admin, db, raw, "the raw records, read from the agent topics before the upgrade")
     ios_of = {host: sum(h["count"] for h in fleet.by_schema("io.hist.v1") if h["host"] == host)
               for host in (fleet.host_a, fleet.host_b)}
@@ -110,40 +118,22 @@ def test_an_upgrade_keeps_the_rollups_history_and_its_new_tables_read_what_kafka
         moved = admin.rows(f"SELECT sum(count), max(revision) FROM {db}.{table} FINAL WHERE host = '{fleet.host_b}'")
         assert moved == [(str(ios_of[fleet.host_b]), "0")], f"{table}: host b's history {moved}"
     produce(ports.brokers, [r for r in rollups if r["host"] == fleet.host_b])
-    wait_until_stored(admin, db, fleet.records, "the history in every table after the upgrade")
+    produce(ports.brokers, [{**r, "host": r["host"] + "-x"} for r in raw])  # on the agent topics only
+    accepted_after = [{**r, "host": r["host"] + "-c"} for r in raw]  # on the accepted topics only
+    produce(ports.brokers, raw + accepted_after, topics=ACCEPTED_TOPICS)
+    wait_until_stored(admin, db, [r for r in fleet.records if r["schema"] not in ACCEPTED_TOPICS],
+                      "the history in every table after the upgrade")
     for table in stack.LATENCY_ROLLUPS:
         sums = admin.rows(f"SELECT host, disk, op, period, revision, count FROM {db}.{table} FINAL "
                           f"WHERE host LIKE '{fleet.host_a[:-2]}%' AND revision != 2")
         assert not sums, f"{table}: sums the job's rollups did not replace: {sums}"
-    migrator.down()
-
-
-def test_an_upgrade_keeps_the_raw_tables_history_and_reads_on_from_the_accepted_topics(warehouse):
-    """Raw tables that read the agent topics, upgraded to read what the stream job accepted
-    (0015): what they held stays; the new Kafka tables read the accepted topics from their
-    start, a record read before from the agent topic replacing its twin; and a record
-    only on an agent topic (no job here accepts it) is no longer stored."""
-    ports, users = warehouse
-    admin = users.client(ports, "admin")
-    fleet = warehouse_fixture.fleet(int(time.time()), f"ac{uuid.uuid4().hex[:6]}")
-    raw = [r for r in fleet.records if r["schema"] in ACCEPTED_TOPICS]
-    before = [r for r in raw if r["host"] == fleet.host_a]
-    db = f"accepted_{uuid.uuid4().hex[:8]}"
-    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
-    reads_accepted = next(m.version for m in migrate.discover() if m.name == "raw_tables_read_accepted")
-    migrator.up(to_version=reads_accepted - 1)
-    produce(ports.brokers, before)
-    wait_until_stored(admin, db, before, "host a's raw records, read from the agent topics")
-    migrator.up()
-    unaccepted = [{**r, "host": r["host"] + "-x"} for r in raw]
-    produce(ports.brokers, unaccepted)
-    produce(ports.brokers, raw, topics=ACCEPTED_TOPICS)
-    want = Counter(warehouse_fixture.stored_table(r) for r in raw)
-    hosts = f"host IN ('{fleet.host_a}', '{fleet.host_b}')"
+    want = Counter(warehouse_fixture.stored_table(r) for r in raw + accepted_after)
+    hosts = "host IN (" + ", ".join(f"'{h}'" for h in sorted({r["host"] for r in raw + accepted_after})) + ")"
 
     def stored_final():
         return {table: warehouse_fixture.stored_final(admin.rows, db, table, hosts)[0] for table in want}
-    stack.wait_for("both hosts' raw records, read from the accepted topics", lambda: stored_final() == want, timeout_s=120)
+    stack.wait_for("the raw records read before the upgrade and those only on the accepted topics, once each",
+                   lambda: stored_final() == want, timeout_s=120)
     time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s): the agent topics' records had their chance
     assert stored_final() == want
     for table in want:
