@@ -80,7 +80,7 @@ test-jobs:
 
 test-integration: $(VENV)/.installed agent $(JOB_JAR)
 	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"
-	@$(PYTHON) -m pytest -v integration-tests
+	@$(PYTHON) -m pytest -v --durations=12 integration-tests
 
 # Faults on a cluster of its own (part of test-integration): processes killed, Kafka nodes
 # and ClickHouse replicas stopped, a job cancelled and restored; prints the accounting.

@@ -406,10 +406,11 @@ def wait_until_ready(ports, containers):
 
 # ---------------------------------------------------------------- job and schema
 
-def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None):
+def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None, job_args=()):
     """Uploads the job jar through Flink's REST API and runs the live job, from the
     checkpoint or savepoint at `restore_from` if given, reading as consumer group
-    `group_id` if given (else the job's own); returns its id."""
+    `group_id` if given (else the job's own), with the further options `job_args`
+    (LiveJob.java); returns its id."""
     if not jar.exists():
         sys.exit(f"{jar} is missing: run `make jobs` first")
     boundary = uuid.uuid4().hex
@@ -422,7 +423,8 @@ def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None):
     # A job run through the REST API gets parallelism 1 unless the request names one, whatever
     # the cluster's parallelism.default: name the cluster's.
     run_request = {"entryClass": LIVE_JOB_CLASS,
-                   "programArgsList": ["--brokers", ports.brokers, *(["--group-id", group_id] if group_id else [])],
+                   "programArgsList": ["--brokers", ports.brokers, *(["--group-id", group_id] if group_id else []),
+                                       *job_args],
                    "parallelism": int(flink_config(ports)["parallelism.default"])}
     if restore_from:
         # Every operator's state must find its operator again: none may be left unclaimed.
@@ -515,10 +517,10 @@ def up(ports=Ports(), users=None):
     return _migrate_and_submit(ports, users)
 
 
-def _migrate_and_submit(ports, users, clickhouse_cluster=None):
+def _migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
     migrate_clickhouse(ports, users, clickhouse_cluster)
-    say("submitting the live job to Flink")
-    job_id = submit_live_job(ports)
+    say("submitting the live job to Flink" + (f" ({' '.join(job_args)})" if job_args else ""))
+    job_id = submit_live_job(ports, job_args=job_args)
     say(f"stack up: Flink UI {ports.flink_url}, ClickHouse {ports.clickhouse_url}, Kafka {ports.brokers}, job {job_id}")
     say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
     return users
@@ -558,8 +560,9 @@ class Cluster:
         return f"{self.project}_{service}_1"  # docker-compose 1.x names containers project_service_index
 
 
-def cluster_up(cluster=None, submit=True):
-    """Starts the cluster; with `submit`, migrates ClickHouse and runs the live job. Returns it."""
+def cluster_up(cluster=None, submit=True, job_args=()):
+    """Starts the cluster; with `submit`, migrates ClickHouse and runs the live job with the
+    options `job_args` (LiveJob.java). Returns it."""
     cluster = cluster or Cluster.of_make()
     say(f"starting the cluster {cluster.project}: ZooKeeper, Kafka x3, Flink 2 JobManagers + 2 TaskManagers, "
         "ClickHouse 2 replicas")
@@ -569,7 +572,7 @@ def cluster_up(cluster=None, submit=True):
         cluster_compose("up", "-d", *services, cluster=cluster)
         wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services})
     if submit:
-        _migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER)
+        _migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER, job_args)
     return cluster
 
 

@@ -15,15 +15,12 @@ from pathlib import Path
 import jsonschema
 
 from faultdisk import FaultDisk, timed_direct_reads
-from tracing_agent import ATTACHED
+from tracing_agent import ATTACHED, RECONCILED_OPS
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT_SCHEMA = json.loads((REPO / "schema/records/io.agent.v1.schema.json").read_text())
 INTERVAL_MS = 1000
 DOWN_S = 3.0
-# Ops whose completions /proc/diskstats counts with reads, writes and discards (flushes
-# are reconciled by other rules: agent/src/reconcile.rs).
-RECONCILED_OPS = {"R", "W", "D"}
 
 
 class FileAgent:

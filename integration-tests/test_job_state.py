@@ -2,8 +2,13 @@
 incrementally to the directory the Flink processes share and retained when the job is
 cancelled, it restores into a new run, so a disk already failing keeps its one ticket
 and its anomaly's episode instead of being judged anew from its next records."""
+import os
 import random
+import shutil
+import subprocess
+import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +22,36 @@ SECONDS = 150
 # only after it was cancelled and restored.
 RESTORE_AFTER_S = 70
 WINDOW_S = 10
+# The build whose savepoint the upgrade test restores into this one: the last before the
+# windows' state changed (windows closed on silence kept, DiskClock and DiskWindow with new
+# fields). Move it on when a release ships, or when the state changes again.
+PREVIOUS_BUILD = "442cc26"
+CACHE = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe"))
+
+
+@pytest.fixture(scope="module")
+def previous_build_jar():
+    """The live job's jar as PREVIOUS_BUILD made it: built once from that commit (a git
+    worktree, Maven), cached by commit."""
+    jar = CACHE / "previous-builds" / f"iopipe-stream-jobs-{PREVIOUS_BUILD}.jar"
+    if jar.exists():
+        return jar
+    stack.say(f"building the live job as commit {PREVIOUS_BUILD} made it, for the upgrade test (about 2 minutes; "
+              f"kept in {jar.parent})")
+    if subprocess.run(["git", "-C", str(stack.REPO), "cat-file", "-e", f"{PREVIOUS_BUILD}^{{commit}}"]).returncode:
+        pytest.fail(f"commit {PREVIOUS_BUILD} is not in this clone: fetch the history (`git fetch --unshallow`)")
+    with tempfile.TemporaryDirectory(prefix="iopipe-previous-") as scratch:
+        tree = Path(scratch) / "tree"
+        subprocess.run(["git", "-C", str(stack.REPO), "worktree", "add", "--detach", str(tree), PREVIOUS_BUILD],
+                       check=True, capture_output=True)
+        try:
+            subprocess.run(["mvn", "-B", "-q", "-Dstyle.color=never", "package", "-DskipTests"],
+                           cwd=tree / "stream-jobs", check=True)
+            jar.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(tree / "stream-jobs" / "target" / stack.JOB_JAR.name, jar)
+        finally:
+            subprocess.run(["git", "-C", str(stack.REPO), "worktree", "remove", "--force", str(tree)], check=False)
+    return jar
 
 
 @pytest.fixture(scope="module")
@@ -54,19 +89,21 @@ def test_checkpoints_go_to_rocksdb_and_the_shared_directory_and_outlive_a_cancel
         stack.cancel_job(ports, job)
 
 
-@pytest.mark.parametrize("carried_by", ["checkpoint", "savepoint"])
-def test_a_job_restored_keeps_a_failing_disks_one_ticket(kafka_and_flink, carried_by):
+@pytest.mark.parametrize("carried_by", ["checkpoint", "savepoint", "savepoint of the previous build"])
+def test_a_job_restored_keeps_a_failing_disks_one_ticket(kafka_and_flink, carried_by, request):
     """By the checkpoint a cancelled job left, or by `make upgrade-job`: the topics the build
     writes to that Kafka lacks created (as on a Kafka started with an older topics.json), a
-    savepoint, the jar uploaded anew and run from it."""
+    savepoint, the jar uploaded anew and run from it; or by `make upgrade-job` from a job
+    PREVIOUS_BUILD runs, whose state this build's must read."""
     ports, kafka = kafka_and_flink
-    host = f"restore-{carried_by}-{uuid.uuid4().hex[:8]}"
+    first_jar = request.getfixturevalue("previous_build_jar") if carried_by.endswith("previous build") else stack.JOB_JAR
+    host = f"restore-{carried_by.split()[-1]}-{uuid.uuid4().hex[:8]}"
     records = sorted(scenarios.dusty_disk(random.Random(3), host, "sdb", SECONDS), key=scenarios.time_of)
     restore_at_ns = scenarios.START_NS + RESTORE_AFTER_S * scenarios.SECOND_NS
     first_run = [r for r in records if scenarios.time_of(r) < restore_at_ns]
     second_run = [r for r in records if scenarios.time_of(r) >= restore_at_ns]
 
-    job = stack.submit_live_job(ports)
+    job = stack.submit_live_job(ports, jar=first_jar)
     produce(ports.brokers, first_run)
     opened = stack.wait_for("the failing disk's ticket", timeout_s=120,
                             check=lambda: ticket_actions(ports.brokers, host))

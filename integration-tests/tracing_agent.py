@@ -10,6 +10,9 @@ from pathlib import Path
 
 # What the agent prints on stderr once its programs are attached (agent/src/tracer.rs).
 ATTACHED = "tracing block I/O"
+# Ops whose completions /proc/diskstats counts with reads, writes and discards (flushes
+# are reconciled by other rules: agent/src/reconcile.rs).
+RECONCILED_OPS = {"R", "W", "D"}
 
 
 class TracingAgent:

@@ -7,6 +7,8 @@ import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
 import java.util.List;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -14,7 +16,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
  * The live job: agent topics in Kafka → the pipeline → output topics.
- * Options: --brokers host:port (default 127.0.0.1:9092), --group-id (default iopipe-stream-jobs).
+ * Options: --brokers host:port (default 127.0.0.1:9092), --group-id (default iopipe-stream-jobs),
+ * --disk-idleness (ISO-8601, default {@link Pipeline.Config#diskIdleness}): how long a disk
+ * is silent before its open windows close.
  *
  * <p>Where state is kept and checkpointed, and how failed tasks restart, is the cluster's
  * configuration (infra/flink/start-flink.sh), so the same jar runs anywhere. Every operator
@@ -29,17 +33,37 @@ public final class LiveJob {
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        build(env, args.get("brokers", "127.0.0.1:9092"), args.get("group-id", "iopipe-stream-jobs"));
+        build(env, args.get("brokers", "127.0.0.1:9092"), args.get("group-id", "iopipe-stream-jobs"), config(args));
         env.execute("iopipe live");
     }
 
-    static void build(StreamExecutionEnvironment env, String brokers, String groupId) {
+    static Pipeline.Config config(Args args) {
+        Pipeline.Config config = new Pipeline.Config();
+        if (args.has("disk-idleness")) {
+            config.diskIdleness = duration(args.get("disk-idleness", null), "--disk-idleness");
+        }
+        return config;
+    }
+
+    private static Duration duration(String text, String option) {
+        try {
+            Duration d = Duration.parse(text);
+            if (!d.isNegative() && !d.isZero()) {
+                return d;
+            }
+        } catch (DateTimeParseException e) {
+            // said below
+        }
+        throw new IllegalArgumentException(option + " " + text + ": a positive ISO-8601 duration, such as PT30S or PT1M");
+    }
+
+    static void build(StreamExecutionEnvironment env, String brokers, String groupId, Pipeline.Config config) {
         // Checkpoints commit Kafka offsets and flush the at-least-once sink.
         env.enableCheckpointing(CHECKPOINT_INTERVAL_MS);
         DataStream<RawRecord> input = env.fromSource(
                 KafkaIo.source(brokers, groupId, List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA)),
                 WatermarkStrategy.noWatermarks(), "agent topics").uid("agent-topics");
-        DataStream<OutputRecord> output = Pipeline.build(input, new Pipeline.Config());
+        DataStream<OutputRecord> output = Pipeline.build(input, config);
         output.sinkTo(KafkaIo.sink(brokers)).name("output topics").uid("output-topics");
     }
 }

@@ -1,8 +1,11 @@
 package io.iopipe.jobs;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.iopipe.jobs.pipeline.Pipeline;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -23,7 +26,7 @@ class LiveJobTest {
     @Test
     void everyOperatorOfTheLiveJobHasItsOwnUid() {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        LiveJob.build(env, "127.0.0.1:1", "uid-test");
+        LiveJob.build(env, "127.0.0.1:1", "uid-test", new Pipeline.Config());
         List<String> missing = new ArrayList<>();
         List<String> uids = new ArrayList<>();
         for (Transformation<?> t : reachable(env.getTransformations())) {
@@ -38,6 +41,17 @@ class LiveJobTest {
         assertEquals(List.of(), missing, "operators without a uid");
         assertEquals(uids.size(), new HashSet<>(uids).size(), "uids are unique: " + uids);
         assertTrue(uids.containsAll(List.of("agent-topics", "output-topics")), uids.toString());
+    }
+
+    @Test
+    void theDiskIdlenessIsAnOptionAndABadOneSaysWhatItTakes() {
+        assertEquals(Duration.ofSeconds(20), LiveJob.config(new Args(new String[] {"--disk-idleness", "PT20S"})).diskIdleness);
+        assertEquals(new Pipeline.Config().diskIdleness, LiveJob.config(new Args(new String[0])).diskIdleness);
+        for (String bad : List.of("20", "PT0S", "-PT1M")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> LiveJob.config(new Args(new String[] {"--disk-idleness", bad})));
+            assertTrue(e.getMessage().contains("such as PT30S"), e.getMessage());
+        }
     }
 
     private static Set<Transformation<?>> reachable(List<Transformation<?>> sinks) {
