@@ -19,7 +19,7 @@ import random
 import sys
 
 import scenarios
-from scenarios import MS_NS, SAMPLE_PHASE_NS, SECOND_NS, SECTOR_BYTES, START_NS
+from scenarios import SAMPLE_PHASE_NS, SECOND_NS, SECTOR_BYTES, START_NS
 
 DRAWS = 32
 EVENT_EVERY = 8  # of the draws: a uniform sample, weighted by how many I/Os each stands for
