@@ -46,10 +46,16 @@ taskmanager:
   memory:
     process:
       size: 2048m
+  # A job's subtasks spread over the TaskManagers rather than filling the first one's slots.
+  load-balance:
+    mode: SLOTS
 rest:
   address: 127.0.0.1
   bind-address: 127.0.0.1
   port: ${FLINK_REST_PORT:-8081}
+  # Stack samples of a task on demand (the web UI's flame graph; make bench-fleet's profile).
+  flamegraph:
+    enabled: true
 parallelism:
   default: ${FLINK_PARALLELISM:-2}
 state:

@@ -285,6 +285,37 @@ def busiest_tasks(ports, job_id, count=3):
     return sorted(tasks, reverse=True)[:count]
 
 
+def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
+    """Where a task's threads spend their time on CPU, from Flink's flame graph of it
+    (stack samples of its subtasks): the share of the samples each method is on top of the
+    stack (self), and the share each of iopipe's methods is anywhere on it (inclusive)."""
+    url = f"{ports.flink_url}/jobs/{job_id}"
+    vertex = next(v["id"] for v in stack.http_json(url)["vertices"] if v["name"] == vertex_name)
+    graph_url = f"{url}/vertices/{vertex}/flamegraph?type=ON_CPU"
+    deadline = time.monotonic() + timeout_s
+    root = {}
+    while not root.get("value") and time.monotonic() < deadline:
+        root = stack.http_json(graph_url).get("data") or {}  # empty until the samples are in
+        time.sleep(2)
+    if not root.get("value"):
+        return None
+    own, within = {}, {}
+
+    def walk(node, above):
+        method = node["name"].rsplit(":", 1)[0]  # frames name a line: count the method
+        below = sum(child["value"] for child in node.get("children", []))
+        own[method] = own.get(method, 0) + node["value"] - below
+        if method.startswith("io.iopipe.") and method not in above:
+            within[method] = within.get(method, 0) + node["value"]
+        for child in node.get("children", []):
+            walk(child, above | {method})
+    walk(root, frozenset())
+
+    def shares(counts):
+        return [(method, n / root["value"]) for method, n in sorted(counts.items(), key=lambda kv: -kv[1])[:top]]
+    return {"samples": root["value"], "self": shares(own), "iopipe": shares(within)}
+
+
 def checkpoint_failures_logged(cluster, job_id, most=2):
     """The JobManagers' log lines on the job's failed checkpoints, each with its cause (the
     next line): where the reason of a checkpoint declined at its trigger is written."""
@@ -369,6 +400,7 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
     probes = sorted({host_of(k * disks // PROBE_HOSTS) for k in range(PROBE_HOSTS)})
     windows = WindowRows(cluster, probes, start_ms * MS_NS)
     samples, cpu, busiest, stopped, limited_by, last_progress, done_at = [], {}, [], None, None, time.monotonic(), None
+    profile = None
     while True:
         time.sleep(POLL_S)
         now = time.monotonic()
@@ -394,6 +426,8 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
             if running_s > WARM_UP_S:
                 # Flink publishes task metrics some seconds late: the latest snapshot that has them.
                 busiest = [t for t in busiest_tasks(cluster.ports, job_id) if t[0] or t[1]] or busiest
+                if busiest and profile is None:
+                    profile = hot_frames(cluster.ports, job_id, busiest[0][2]) or {}
             say(f"{disks:,} disks, {running_s:.0f} s: {samples[-1][1]:,} produced, {samples[-1][2]:,} checkpointed "
                 f"(lag {lag_s:.0f} s), producer {replay.behind_s():.1f} s behind; checkpoints "
                 f"{checkpoints.counts.get('completed', 0)} completed, {checkpoints.counts.get('failed', 0)} failed; "
@@ -406,7 +440,7 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
             say(f"{disks:,} disks: {stopped}")
             break
     run = summarize(samples, checkpoints, windows, replay, start_ms)
-    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest,
+    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest, profile=profile,
                logged_failures=checkpoint_failures_logged(cluster, job_id))
     return run
 
@@ -508,7 +542,19 @@ def size_table(run):
         f"| run | {run['stopped'] or 'to the end of the records'} ({run['seconds_run']:.0f} s of sending measured) |",
         f"| CPU by container after {WARM_UP_S} s (docker stats) | {cpu or '-'} |",
         f"| the job's busiest tasks then: busy / back-pressured, of the busiest subtask | {busiest or '-'} |",
+        *profile_rows(run.get("profile")),
         ""])
+
+
+def profile_rows(profile):
+    if not profile:
+        return ["| the busiest task on CPU (Flink's flame graph) | - |"]
+
+    def listed(shares):
+        return "; ".join(f"{method.rsplit('.', 2)[-2]}.{method.rsplit('.', 1)[-1]} {share:.0%}" for method, share in shares)
+    return [f"| the busiest task on CPU, of {profile['samples']:,} stack samples: methods on top (self) | "
+            f"{listed(profile['self'])} |",
+            f"| the same samples: iopipe's methods anywhere on the stack (inclusive) | {listed(profile['iopipe'])} |"]
 
 
 def failures(run):
