@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -427,7 +428,11 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
                 # Flink publishes task metrics some seconds late: the latest snapshot that has them.
                 busiest = [t for t in busiest_tasks(cluster.ports, job_id) if t[0] or t[1]] or busiest
                 if busiest and profile is None:
-                    profile = hot_frames(cluster.ports, job_id, busiest[0][2]) or {}
+                    try:
+                        profile = hot_frames(cluster.ports, job_id, busiest[0][2]) or {}
+                    except urllib.error.URLError as error:  # the figures still stand without it
+                        say(f"no flame graph of {busiest[0][2]}: {error}")
+                        profile = {}
             say(f"{disks:,} disks, {running_s:.0f} s: {samples[-1][1]:,} produced, {samples[-1][2]:,} checkpointed "
                 f"(lag {lag_s:.0f} s), producer {replay.behind_s():.1f} s behind; checkpoints "
                 f"{checkpoints.counts.get('completed', 0)} completed, {checkpoints.counts.get('failed', 0)} failed; "
