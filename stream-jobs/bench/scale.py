@@ -281,9 +281,15 @@ def busiest_tasks(ports, job_id, count=3):
     for vertex in stack.http_json(url)["vertices"]:
         metrics = {m["id"]: m["max"] for m in stack.http_json(
             f"{url}/vertices/{vertex['id']}/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond")}
-        tasks.append((metrics.get("busyTimeMsPerSecond", 0) / 10, metrics.get("backPressuredTimeMsPerSecond", 0) / 10,
+        tasks.append((per_mille(metrics, "busyTimeMsPerSecond") / 10, per_mille(metrics, "backPressuredTimeMsPerSecond") / 10,
                       vertex["name"]))
     return sorted(tasks, reverse=True)[:count]
+
+
+def per_mille(metrics, name):
+    """A ms-per-second metric; Flink says "NaN" for a subtask that has not measured it yet."""
+    value = float(metrics.get(name, 0))
+    return 0.0 if math.isnan(value) else value
 
 
 def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
