@@ -46,7 +46,10 @@ CLICKHOUSE_REPLICAS = (1, 2)  # compose.cluster.yaml's clickhouse-1 and clickhou
 JOB_JAR = REPO / "stream-jobs" / "target" / "iopipe-stream-jobs.jar"
 # Every topic Kafka must have: the agents', the stream job's and those the job passes accepted agent records on to.
 _TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
-TOPICS = _TOPICS_JSON["topics"] + _TOPICS_JSON["accepted"]
+# The topic of each record schema; then the topics the job passes accepted agent records on
+# to (the same schemas: never map a schema through both).
+RECORD_TOPICS = _TOPICS_JSON["topics"]
+TOPICS = RECORD_TOPICS + _TOPICS_JSON["accepted"]
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
 FLINK_VERSION = "2.3.0"
 FLINK_WHEELS = {  # pip requirement -> what it brings

@@ -157,7 +157,7 @@ class Replay:
 
 def agent_topics(records):
     """The topics of these record schemas."""
-    topic_of = {topic["record"]: topic["name"] for topic in stack.TOPICS}
+    topic_of = {topic["record"]: topic["name"] for topic in stack.RECORD_TOPICS}
     return [topic_of[schema] for schema in records]
 
 
@@ -323,6 +323,13 @@ def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
     return {"samples": root["value"], "self": shares(own), "iopipe": shares(within)}
 
 
+def profile_task(ports, job_id, vertex_name, into):
+    try:
+        into.update(hot_frames(ports, job_id, vertex_name) or {})
+    except urllib.error.URLError as error:  # the figures still stand without it
+        say(f"no flame graph of {vertex_name}: {error}")
+
+
 def checkpoint_failures_logged(cluster, job_id, most=2):
     """The JobManagers' log lines on the job's failed checkpoints, each with its cause (the
     next line): where the reason of a checkpoint declined at its trigger is written."""
@@ -344,7 +351,7 @@ def cluster_shape(ports):
     return {"parallelism": int(stack.flink_config(ports)["parallelism.default"]), "taskmanagers": len(taskmanagers),
             "slots_per_taskmanager": slots,
             "managed_per_slot": taskmanagers[0]["memoryConfiguration"]["managedMemory"] / slots,
-            "partitions": min(t["partitions"] for t in stack.TOPICS if t["record"] in AGENT_RECORDS)}
+            "partitions": min(t["partitions"] for t in stack.RECORD_TOPICS if t["record"] in AGENT_RECORDS)}
 
 
 def memory_gib():
@@ -407,7 +414,8 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
     probes = sorted({host_of(k * disks // PROBE_HOSTS) for k in range(PROBE_HOSTS)})
     windows = WindowRows(cluster, probes, start_ms * MS_NS)
     samples, cpu, busiest, stopped, limited_by, last_progress, done_at = [], {}, [], None, None, time.monotonic(), None
-    profile = None
+    profile = {}  # filled by a thread of its own: sampling takes a while, the loop must not wait
+    profiler = None
     while True:
         time.sleep(POLL_S)
         now = time.monotonic()
@@ -433,12 +441,10 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
             if running_s > WARM_UP_S:
                 # Flink publishes task metrics some seconds late: the latest snapshot that has them.
                 busiest = [t for t in busiest_tasks(cluster.ports, job_id) if t[0] or t[1]] or busiest
-                if busiest and profile is None:
-                    try:
-                        profile = hot_frames(cluster.ports, job_id, busiest[0][2]) or {}
-                    except urllib.error.URLError as error:  # the figures still stand without it
-                        say(f"no flame graph of {busiest[0][2]}: {error}")
-                        profile = {}
+                if busiest and profiler is None:
+                    profiler = threading.Thread(target=profile_task, args=(cluster.ports, job_id, busiest[0][2], profile),
+                                                daemon=True)
+                    profiler.start()
             say(f"{disks:,} disks, {running_s:.0f} s: {samples[-1][1]:,} produced, {samples[-1][2]:,} checkpointed "
                 f"(lag {lag_s:.0f} s), producer {replay.behind_s():.1f} s behind; checkpoints "
                 f"{checkpoints.counts.get('completed', 0)} completed, {checkpoints.counts.get('failed', 0)} failed; "
@@ -451,7 +457,7 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
             say(f"{disks:,} disks: {stopped}")
             break
     run = summarize(samples, checkpoints, windows, replay, start_ms)
-    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest, profile=profile,
+    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest, profile=dict(profile),
                logged_failures=checkpoint_failures_logged(cluster, job_id))
     return run
 
