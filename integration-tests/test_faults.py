@@ -221,8 +221,11 @@ class TracedDustyDisk:
         windowed = sum(counts[-1] for counts in windows.values())
         revised = sum(len(set(counts)) > 1 for counts in windows.values())
         row[COLUMNS[1]] = f"{reads} = {windowed}" + (f" ({revised} revised)" if revised else "") + f" = {reads}"
-        assert all(counts == sorted(counts) for counts in windows.values()), \
-            f"a window sent again lost reads (each copy after the first takes what came late): {windows}"
+        # The sink is at-least-once: a job restored after a crash sends again what it had sent
+        # since its checkpoint, so a copy from before the crash may come before a partial one
+        # closed on silence (its records read again after it), and the revision after that.
+        assert all(counts[-1] == max(counts) for counts in windows.values()), \
+            f"a window's last copy holds fewer reads than one sent before it: {windows}"
         assert windowed == reads, (row, f"short windows (s from the start: reads, windowed): {self.short_windows(windows)}")
 
     def assert_judged_once(self):
