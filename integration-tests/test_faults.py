@@ -6,9 +6,9 @@ Kafka nodes away, one or both ClickHouse replicas stopped.
 
 After each, the I/Os are accounted for exactly: the kernel's diskstats = the agent's
 histograms + what it reported missing; every read of the histograms is in exactly one
-10 s window (its last copy: a window sent again only adds what came late) and stored once in
-ClickHouse, in the raw table and each latency rollup, on each replica and through the
-Distributed tables; the disk was judged as S1 is, once (one anomaly per severity, one
+10 s window (its last copy, which holds the most: a window closed on silence is sent
+again with what came late) and stored once in ClickHouse, in the raw table and each
+latency rollup, on each replica and through the Distributed tables; the disk was judged as S1 is, once (one anomaly per severity, one
 ticket). The accounting of every fault is printed and written to $IOPIPE_CACHE/faults.md
 (figures: FAULTS.md)."""
 import dataclasses
