@@ -249,7 +249,7 @@ public final class StreamBenchmark {
         // Each period's current span and the one before it, which late histograms may amend.
         long rollups = 2 * LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
         return new StateBytes(serializedBytes(DiskHistory.class, history), windows,
-                2 * serializedBytes(DiskClock.class, new DiskClock()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
+                2 * serializedBytes(DiskClock.class, DiskClock.ofNewDisk()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
     }
 
     /** A window open over `records`, with the identities it keeps to merge a resend once. */
