@@ -4,7 +4,7 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
 TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
@@ -26,7 +26,7 @@ def produce(brokers, records, wait=True, topics=TOPICS):
     return producer
 
 
-def consume_host(brokers, topic, host, idle_s=5):
+def consume_host(brokers, topic, host):
     """Every record of `host` on `topic`, read back from the beginning."""
     def of_host(message, record):
         if record["host"] != host:
@@ -34,29 +34,40 @@ def consume_host(brokers, topic, host, idle_s=5):
         # Records of a disk are keyed host/disk, the agent's own reports by host.
         assert message.key().decode() == (f"{host}/{record['disk']}" if "disk" in record else host)
         return True
-    return consume(brokers, topic, of_host, idle_s)
+    return consume(brokers, topic, of_host)
 
 
-def dead_letters_naming(brokers, host, idle_s=5):
+def dead_letters_naming(brokers, host):
     """Every dead letter whose input names `host`."""
-    return consume(brokers, TOPICS["io.deadletter.v1"], lambda _, letter: host in letter["raw"], idle_s)
+    return consume(brokers, TOPICS["io.deadletter.v1"], lambda _, letter: host in letter["raw"])
 
 
-def consume(brokers, topic, wanted, idle_s):
-    """Every record on `topic` that `wanted(message, record)`, read back from the beginning."""
+def consume(brokers, topic, wanted, timeout_s=120):
+    """Every record on `topic` that `wanted(message, record)`, read from the beginning to
+    the end of each partition as the read finds it (on a topic written in transactions,
+    the end of what was committed). Records still on their way are for the caller to wait
+    for."""
     consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"itest-{uuid.uuid4()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    records, last_new = [], time.monotonic()
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
     try:
-        while time.monotonic() - last_new < idle_s:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        unread, records = set(partitions), []
+        deadline = time.monotonic() + timeout_s
+        while unread:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: partitions {sorted(unread)} not read to their end in {timeout_s} s")
             message = consumer.poll(0.5)
-            if message is None or message.error():
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    unread.discard(message.partition())
                 continue
             record = json.loads(message.value())
             if wanted(message, record):
                 records.append(record)
-                last_new = time.monotonic()
     finally:
         consumer.close()
     return records

@@ -227,6 +227,7 @@ public final class StreamBenchmark {
         });
         DiskHistory history = new DiskHistory();
         DiskWindow last = null;
+        List<DiskRecord> lastRecords = List.of();
         DiskWindow minute = new DiskWindow();
         for (Map.Entry<Long, List<DiskRecord>> window : byWindow.entrySet()) {
             DiskWindow w = accumulated(window.getValue());
@@ -240,10 +241,16 @@ public final class StreamBenchmark {
                 minute.absorbMeasures(w);
             }
             last = w;
+            lastRecords = window.getValue();
         }
         // The histograms each window closed in the last minute counted (for late ones), about 7 windows.
         long closedHistograms = 7 * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
-        long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
+        // An open 10 s window is its records, folded when it closes (DiskWindows).
+        long openRecords = 0;
+        for (DiskRecord r : lastRecords) {
+            openRecords += serializedBytes(DiskRecord.class, r);
+        }
+        long windows = openRecords + serializedBytes(DiskWindow.class, minute) + closedHistograms;
         LatencySpan span = new LatencySpan("host-00000", "sdb", minute.startNs);
         span.absorb(minute.ops);
         // Each period's current span and the one before it, which late histograms may amend.
