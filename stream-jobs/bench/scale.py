@@ -300,11 +300,14 @@ def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
     vertex = next(v["id"] for v in stack.http_json(url)["vertices"] if v["name"] == vertex_name)
     graph_url = f"{url}/vertices/{vertex}/flamegraph?type=ON_CPU"
     deadline = time.monotonic() + timeout_s
-    root = {}
+    answer, root = {}, {}
     while not root.get("value") and time.monotonic() < deadline:
-        root = stack.http_json(graph_url).get("data") or {}  # empty until the samples are in
+        # No data while the samples are taken (endTimestamp -3) or while a subtask is not running (-1).
+        answer = stack.http_json(graph_url)
+        root = answer.get("data") or {}
         time.sleep(2)
     if not root.get("value"):
+        say(f"no flame graph of {vertex_name} within {timeout_s} s; its endpoint last said {str(answer)[:200]}")
         return None
     own, within = {}, {}
 
