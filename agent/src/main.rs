@@ -18,6 +18,14 @@ mod telemetry;
 mod topics;
 mod tracer;
 
+/// The agent's source directory while its tests run, as cargo gives it at run time: the
+/// path compiled in names where the test binary was built, and a target directory shared
+/// by several checkouts may have built it in another.
+#[cfg(test)]
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
+}
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use output::{KafkaSink, Sink, StdoutSink, UnixSink};

@@ -56,7 +56,7 @@ mod tests {
     use std::path::Path;
 
     fn host_a() -> Sampler {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host-a");
+        let root = crate::manifest_dir().join("tests/fixtures/host-a");
         Sampler { proc_root: root.join("proc"), sys_root: root.join("sys"), include_partitions: false }
     }
 

@@ -81,7 +81,7 @@ mod tests {
     use super::*;
 
     fn fixture() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host-a/sys")
+        crate::manifest_dir().join("tests/fixtures/host-a/sys")
     }
 
     #[test]

@@ -2,11 +2,18 @@
 //! its JSON Schema, and a fixture host gives the golden records.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
+/// The agent's source directory, as cargo gives it at run time: the path compiled in names
+/// where this binary was built, and a target directory shared by several checkouts may
+/// have built it in another.
+fn agent_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
+}
+
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    agent_dir().parent().unwrap().to_path_buf()
 }
 
 fn run_agent_on_fixture(host_dir: &str) -> (Vec<Value>, String) {
@@ -14,7 +21,7 @@ fn run_agent_on_fixture(host_dir: &str) -> (Vec<Value>, String) {
 }
 
 fn run_agent_samples(host_dir: &str, count: u32) -> (Vec<Value>, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(host_dir);
+    let root = agent_dir().join("tests/fixtures").join(host_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"))
         .args(["run", "--no-trace", "--interval-ms", "10", "--host", "fixture-host", "--label", "rack=r12"])
         .args(["--count", &count.to_string()])
@@ -78,7 +85,7 @@ fn fixture_host_gives_the_golden_records() {
         assert!(record["ts_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000, "ts_ns is wall-clock ns");
         record.as_object_mut().unwrap().remove("ts_ns");
     }
-    let golden_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host-a/golden.ndjson");
+    let golden_path = agent_dir().join("tests/fixtures/host-a/golden.ndjson");
     let golden: Vec<Value> = std::fs::read_to_string(golden_path)
         .unwrap()
         .lines()
@@ -101,7 +108,7 @@ fn a_malformed_line_is_reported_once_and_counted_every_sample() {
 }
 
 fn convert_fixture(format: &str, file: &str, extra: &[&str]) -> (Vec<Value>, String, bool) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures").join(file);
+    let path = agent_dir().join("tests/fixtures/captures").join(file);
     let out = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"))
         .args(["convert", "--from", format, "--start-ns", "1763700000000000000"])
         .args(extra)

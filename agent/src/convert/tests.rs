@@ -1,10 +1,9 @@
 use super::*;
-use std::path::Path;
 
 const START_NS: u64 = 1_763_700_000_000_000_000;
 
 fn convert_fixture(format: Format, file: &str, host: Option<&str>, disk: Option<&str>) -> Conversion {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures").join(file);
+    let path = crate::manifest_dir().join("tests/fixtures/captures").join(file);
     let text = std::fs::read_to_string(path).unwrap();
     let ctx = Context { host: host.map(str::to_string), disk: disk.map(str::to_string), start_ns: START_NS };
     convert(format, file, &text, &ctx).unwrap()
