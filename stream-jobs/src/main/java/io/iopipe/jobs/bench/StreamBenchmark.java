@@ -227,7 +227,6 @@ public final class StreamBenchmark {
         });
         DiskHistory history = new DiskHistory();
         DiskWindow last = null;
-        List<DiskRecord> lastRecords = List.of();
         DiskWindow minute = new DiskWindow();
         for (Map.Entry<Long, List<DiskRecord>> window : byWindow.entrySet()) {
             DiskWindow w = accumulated(window.getValue());
@@ -241,22 +240,16 @@ public final class StreamBenchmark {
                 minute.absorbMeasures(w);
             }
             last = w;
-            lastRecords = window.getValue();
         }
         // The histograms each window closed in the last minute counted (for late ones), about 7 windows.
         long closedHistograms = 7 * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
-        // An open 10 s window is its records, folded when it closes (DiskWindows).
-        long openRecords = 0;
-        for (DiskRecord r : lastRecords) {
-            openRecords += serializedBytes(DiskRecord.class, r);
-        }
-        long windows = openRecords + serializedBytes(DiskWindow.class, minute) + closedHistograms;
+        long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
         LatencySpan span = new LatencySpan("host-00000", "sdb", minute.startNs);
         span.absorb(minute.ops);
         // Each period's current span and the one before it, which late histograms may amend.
         long rollups = 2 * LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
         return new StateBytes(serializedBytes(DiskHistory.class, history), windows,
-                2 * serializedBytes(DiskClock.class, DiskClock.ofNewDisk()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
+                2 * serializedBytes(DiskClock.class, new DiskClock()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
     }
 
     /** A window open over `records`, with the identities it keeps to merge a resend once. */

@@ -2,13 +2,9 @@ package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
@@ -44,10 +40,6 @@ import org.apache.flink.util.Collector;
  * disk's clock passes it (or the disk falls silent again) it is sent again whole, a
  * revision that replaces the copy sent before. Its late kernel histograms amend the
  * latency rollups as any late histogram does; the detectors judged the window once.
- *
- * <p>A record for an open window is appended to the disk's open records, unread (in
- * RocksDB a blind merge), and folded into its window when the window closes: keeping
- * each window whole while it fills rewrote it, events and all, on every record.
  */
 public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
     private final int windowSeconds;
@@ -58,10 +50,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private final long forgetAfterMs;
     private final long allowedLatenessMs;
     private final WindowFunctions.Accumulate accumulate;
-    /** The records of the disk's open windows (their starts are in its clock), in arrival order. */
-    private transient ListState<DiskRecord> openRecords;
-    /** Open windows as builds before the open records kept them, whole: read once, when they close. */
-    private transient MapState<Long, DiskWindow> openWindowsOfEarlierBuilds;
+    private transient MapState<Long, DiskWindow> open;
     /** Per window closed within allowedLateness, the identities of the kernel histograms it counted. */
     private transient MapState<Long, HashSet<Long>> closedHistograms;
     /** Windows closed on silence, whole with what they saw, while records may still come for them. */
@@ -85,9 +74,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     @Override
     public void open(OpenContext openContext) {
-        openRecords = getRuntimeContext().getListState(new ListStateDescriptor<>("open-window-records", DiskRecord.class));
-        openWindowsOfEarlierBuilds =
-                getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
+        open = getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
         clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
         closedHistograms = getRuntimeContext().getMapState(new MapStateDescriptor<>(
                 "closed-window-histograms", Types.LONG, TypeInformation.of(new TypeHint<HashSet<Long>>() {})));
@@ -102,7 +89,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     @Override
     public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
         long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
-        long startMs = windowStart(r);
+        long startMs = tsMs - Math.floorMod(tsMs, lengthMs);
         DiskClock c = clock();
         long nowMs = ctx.timerService().currentProcessingTime();
         c.saw(r, tsMs, nowMs, kindIdleMs);
@@ -118,63 +105,22 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         if (startMs + lengthMs <= c.closedThroughMs) {
             late(r, startMs, c, ctx, out);
         } else {
-            add(r, startMs, c, ctx);
+            add(r, startMs, ctx);
         }
         advance(c, nowMs, ctx, out);
     }
 
-    private long windowStart(DiskRecord r) {
-        long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
-        return tsMs - Math.floorMod(tsMs, lengthMs);
-    }
-
-    private void add(DiskRecord r, long startMs, DiskClock c, Context ctx) throws Exception {
-        if (c.opens(startMs)) {
+    private void add(DiskRecord r, long startMs, Context ctx) throws Exception {
+        DiskWindow w = open.get(startMs);
+        if (w == null) {
+            w = accumulate.createAccumulator();
             // Fires only with the final watermark of a bounded input: the disk's own clock closes windows before.
             ctx.timerService().registerEventTimeTimer(startMs + lengthMs - 1);
         }
-        openRecords.add(r);
-    }
-
-    /**
-     * The closing windows, each folded from its records in the order they came, a resent
-     * record once; the records of the windows still open are kept.
-     */
-    private Map<Long, DiskWindow> foldClosing(long[] closing) throws Exception {
-        Map<Long, DiskWindow> windows = new HashMap<>();
-        for (long startMs : closing) {
-            windows.put(startMs, openedByEarlierBuild(startMs));
-        }
-        List<DiskRecord> stillOpen = new ArrayList<>();
-        Iterable<DiskRecord> records = openRecords.get();
-        for (DiskRecord r : records == null ? List.<DiskRecord>of() : records) {
-            DiskWindow w = windows.get(windowStart(r));
-            if (w == null) {
-                stillOpen.add(r);
-            } else if (w.firstSeen(r.identity(), r.hist != null)) {
-                accumulate.add(r, w);
-            } else {
-                duplicates.inc();
-            }
-        }
-        openRecords.update(stillOpen);
-        return windows;
-    }
-
-    /** The window an earlier build kept whole for this start, taken out of its state; else a new one. */
-    private DiskWindow openedByEarlierBuild(long startMs) throws Exception {
-        DiskWindow w = openWindowsOfEarlierBuilds.get(startMs);
-        if (w == null) {
-            return accumulate.createAccumulator();
-        }
-        openWindowsOfEarlierBuilds.remove(startMs);
-        return w;
-    }
-
-    /** Counts as open the windows an earlier build kept whole: they close as the others do. */
-    private void adoptWindowsOfEarlierBuilds(DiskClock c) throws Exception {
-        for (Long startMs : openWindowsOfEarlierBuilds.keys()) {
-            c.opens(startMs);
+        if (w.firstSeen(r.identity(), r.hist != null)) {
+            open.put(startMs, accumulate.add(r, w));
+        } else {
+            duplicates.inc();
         }
     }
 
@@ -260,7 +206,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, nowMs);
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
-            closeUpTo(watermark, c, false, ctx, out);
+            closeUpTo(watermark, null, ctx, out);
         }
         if (c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
             reviseUpTo(c, watermark, watermark - allowedLatenessMs, out);
@@ -275,42 +221,39 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     private DiskClock clock() throws Exception {
         DiskClock c = clock.value();
-        if (c == null) {
-            return DiskClock.ofNewDisk();
-        }
-        if (c.openStarts == null) {
-            c.openStarts = new long[0];
-            adoptWindowsOfEarlierBuilds(c);
-        }
-        return c;
+        return c == null ? new DiskClock() : c;
     }
 
     /**
-     * Emits, in time order, every open window of the disk that ends at or before `clockMs`;
-     * `silent`, they close on its silence: each is kept (see the class), and the last of
-     * them says its disk fell silent after it.
+     * Emits, in time order, every open window that ends at or before `clock`; with the
+     * disk's clock as `silentClock`, they close on silence: each is kept (see the class),
+     * and the last of them says its disk fell silent after it.
      */
-    private void closeUpTo(long clockMs, DiskClock c, boolean silent, Context ctx, Collector<DiskWindow> out) throws Exception {
-        long[] closing = c.closeOpenEndingBy(clockMs, lengthMs);
-        if (closing.length == 0) {
-            return;
+    private void closeUpTo(long clock, DiskClock silentClock, Context ctx, Collector<DiskWindow> out) throws Exception {
+        boolean silent = silentClock != null;
+        List<Long> due = new ArrayList<>();
+        for (Long startMs : open.keys()) {
+            if (startMs + lengthMs <= clock) {
+                due.add(startMs);
+            }
         }
-        Map<Long, DiskWindow> windows = foldClosing(closing);
-        for (long startMs : closing) {
+        due.sort(null);
+        for (long startMs : due) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
-            DiskWindow w = windows.get(startMs);
+            DiskWindow w = open.get(startMs);
             if (silent) {
                 closedOnSilence.put(startMs, w);
-                c.keptOnSilence++;
+                silentClock.keptOnSilence++;
                 w = w.copy();
             } else if (allowedLatenessMs > 0) {
                 closedHistograms.put(startMs, new HashSet<>(w.seenHistograms));
             }
             stamped(w, startMs);
-            w.lastBeforeSilence = silent && startMs == closing[closing.length - 1];
+            w.lastBeforeSilence = silent && startMs == due.get(due.size() - 1);
             out.collect(w);
+            open.remove(startMs);
         }
-        forgetHistogramsClosedBefore(clockMs - allowedLatenessMs);
+        forgetHistogramsClosedBefore(clock - allowedLatenessMs);
     }
 
     private void forgetHistogramsClosedBefore(long closedMs) throws Exception {
@@ -337,11 +280,11 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
         DiskClock c = clock();
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
-            closeUpTo(timestamp + 1, c, false, ctx, out);
+            closeUpTo(timestamp + 1, null, ctx, out);
             if (c.revisionDue) {
                 reviseUpTo(c, timestamp + 1, Long.MIN_VALUE, out);
+                clock.update(c);
             }
-            clock.update(c);
             return;
         }
         c.checkAtMs = DiskClock.NONE;
@@ -350,25 +293,26 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             if (c.revisionDue) {
                 reviseUpTo(c, Long.MAX_VALUE, Long.MIN_VALUE, out);  // silent again: what came since is all there is
             }
-            if (c.hasOpenWindows()) {
+            if (!open.isEmpty()) {
                 // The disk went quiet: close what it sent, and move its clock past it so a straggler is not a second window.
-                long lastEndMs = c.openStarts[c.openStarts.length - 1] + lengthMs;
+                long lastEndMs = 0;
+                for (Long startMs : open.keys()) {
+                    lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
+                }
                 c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
-                closeUpTo(lastEndMs, c, true, ctx, out);
+                closeUpTo(lastEndMs, c, ctx, out);
                 closedIdle.inc();
             }
-        } else if (c.hasOpenWindows() || c.revisionDue) {
+        } else if (!open.isEmpty() || c.revisionDue) {
             advance(c, timestamp, ctx, out);
         }
         if (silentMs >= forgetAfterMs) {
             clock.clear();
             closedHistograms.clear();
             closedOnSilence.clear();
-            openRecords.clear();
-            openWindowsOfEarlierBuilds.clear();
             return;
         }
-        checkAt(c, !c.hasOpenWindows() && !c.revisionDue ? c.lastHeardAtMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
+        checkAt(c, open.isEmpty() && !c.revisionDue ? c.lastHeardAtMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
         clock.update(c);
     }
 }
