@@ -1,5 +1,7 @@
 package io.iopipe.jobs.pipeline;
 
+import io.iopipe.jobs.iostat.DiskstatsDelta;
+
 /**
  * One disk's event-time clock. Its records come by three paths (diskstats, histograms,
  * events: separate topics, read at their own pace, and diskstats through one more
@@ -13,6 +15,12 @@ package io.iopipe.jobs.pipeline;
  * records resume (its agent restarted, a Kafka outage ended) the topics are read at their
  * own pace again, and the first kind back must not close windows the others still fill.
  * Events are samples and never hold the clock back.
+ *
+ * <p>Quiet histograms are not always an idle disk: the diskstats say whether it completed
+ * I/O. An interval of diskstats that shows completions and begins where the histograms
+ * have already reached proves histograms still owed (the agent sends one for each
+ * interval that completed I/O), so they are waited for longer, {@code owedWaitMs}: after a
+ * Kafka outage the histogram topic's partitions may come back well after the diskstats'.
  */
 public class DiskClock {
     static final long NONE = Long.MIN_VALUE;
@@ -20,6 +28,8 @@ public class DiskClock {
     public long diskstatsMs = NONE;
     public long histMs = NONE;
     public long eventsMs = NONE;
+    /** Where the latest diskstats interval that completed I/O began: histograms reach past it. */
+    public long ioIntervalFromMs = NONE;
     /** Wall-clock ms each kind, and the disk, were first or last heard from. */
     public long diskstatsHeardAtMs = NONE;
     public long histHeardAtMs = NONE;
@@ -51,20 +61,33 @@ public class DiskClock {
         } else {
             diskstatsMs = Math.max(diskstatsMs, tsMs);
             diskstatsHeardAtMs = nowMs;
+            if (r.delta != null && completedIo(r.delta)) {
+                ioIntervalFromMs = Math.max(ioIntervalFromMs, Math.floorDiv(r.delta.startNs, 1_000_000L));
+            }
         }
     }
 
+    private static boolean completedIo(DiskstatsDelta d) {
+        return d.readsCompleted + d.writesCompleted + d.discardsCompleted > 0;
+    }
+
+    /** Whether the diskstats prove histograms the disk has not sent yet (see the class). */
+    boolean histogramsOwed() {
+        return histMs != NONE && ioIntervalFromMs != NONE && ioIntervalFromMs >= histMs;
+    }
+
     /** Up to where windows may close now: the slowest kind waited for, less the out-of-orderness. */
-    long watermark(long outOfOrdernessMs, long kindIdleMs, long nowMs) {
+    long watermark(long outOfOrdernessMs, long kindIdleMs, long owedWaitMs, long nowMs) {
         long latest = Math.max(diskstatsMs, Math.max(histMs, eventsMs));
         long slowest = Math.min(latest, waitedFor(diskstatsMs, diskstatsHeardAtMs, kindIdleMs, nowMs));
-        slowest = Math.min(slowest, waitedFor(histMs, histHeardAtMs, kindIdleMs, nowMs));
+        long histWaitMs = histogramsOwed() ? Math.max(kindIdleMs, owedWaitMs) : kindIdleMs;
+        slowest = Math.min(slowest, waitedFor(histMs, histHeardAtMs, histWaitMs, nowMs));
         return slowest == NONE ? NONE : slowest - outOfOrdernessMs;
     }
 
     /** How far a kind holds the clock back: where it has reached while it is waited for, else not at all. */
-    private long waitedFor(long reachedMs, long heardAtMs, long kindIdleMs, long nowMs) {
+    private long waitedFor(long reachedMs, long heardAtMs, long waitMs, long nowMs) {
         long since = Math.max(reachedMs == NONE ? firstHeardAtMs : heardAtMs, resumedAtMs);
-        return nowMs - since < kindIdleMs ? reachedMs : Long.MAX_VALUE;
+        return nowMs - since < waitMs ? reachedMs : Long.MAX_VALUE;
     }
 }

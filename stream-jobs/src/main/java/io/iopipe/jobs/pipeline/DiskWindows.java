@@ -39,7 +39,9 @@ import org.apache.flink.util.Collector;
  * heard again, and takes the records still on their way as if it were open; once the
  * disk's clock passes it (or the disk falls silent again) it is sent again whole, a
  * revision that replaces the copy sent before. Its late kernel histograms amend the
- * latency rollups as any late histogram does; the detectors judged the window once.
+ * latency rollups as any late histogram does; the detectors judged the window once. So is
+ * a window closed before the histograms its diskstats prove (waited for {@code idleMs},
+ * see {@link DiskClock}): they are on their way, not lost.
  */
 public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
     private final int windowSeconds;
@@ -203,10 +205,10 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     /** Moves the disk's clock to its watermark now and closes the windows it passed. */
     private void advance(DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out) throws Exception {
-        long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, nowMs);
+        long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, idleMs, nowMs);
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
-            closeUpTo(watermark, null, ctx, out);
+            closeUpTo(watermark, c, false, ctx, out);
         }
         if (c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
             reviseUpTo(c, watermark, watermark - allowedLatenessMs, out);
@@ -225,12 +227,12 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     }
 
     /**
-     * Emits, in time order, every open window that ends at or before `clock`; with the
-     * disk's clock as `silentClock`, they close on silence: each is kept (see the class),
-     * and the last of them says its disk fell silent after it.
+     * Emits, in time order, every open window that ends at or before `clock`. Given the
+     * disk's clock `c`, a window is kept (see the class) when it closes on silence, or
+     * before the histograms its diskstats prove have come; the last of those closed on
+     * silence says its disk fell silent after it.
      */
-    private void closeUpTo(long clock, DiskClock silentClock, Context ctx, Collector<DiskWindow> out) throws Exception {
-        boolean silent = silentClock != null;
+    private void closeUpTo(long clock, DiskClock c, boolean silent, Context ctx, Collector<DiskWindow> out) throws Exception {
         List<Long> due = new ArrayList<>();
         for (Long startMs : open.keys()) {
             if (startMs + lengthMs <= clock) {
@@ -241,9 +243,9 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         for (long startMs : due) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
             DiskWindow w = open.get(startMs);
-            if (silent) {
+            if (c != null && (silent || c.histogramsOwed() && c.histMs < startMs + lengthMs)) {
                 closedOnSilence.put(startMs, w);
-                silentClock.keptOnSilence++;
+                c.keptOnSilence++;
                 w = w.copy();
             } else if (allowedLatenessMs > 0) {
                 closedHistograms.put(startMs, new HashSet<>(w.seenHistograms));
@@ -280,7 +282,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
         DiskClock c = clock();
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
-            closeUpTo(timestamp + 1, null, ctx, out);
+            closeUpTo(timestamp + 1, null, false, ctx, out);
             if (c.revisionDue) {
                 reviseUpTo(c, timestamp + 1, Long.MIN_VALUE, out);
                 clock.update(c);
@@ -300,7 +302,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
                     lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
                 }
                 c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
-                closeUpTo(lastEndMs, c, ctx, out);
+                closeUpTo(lastEndMs, c, true, ctx, out);
                 closedIdle.inc();
             }
         } else if (!open.isEmpty() || c.revisionDue) {

@@ -272,7 +272,7 @@ class DiskWindowsTest {
         feed(reads("web-1", T0_MS + SECOND_MS, 10));
         for (long s = 1; s <= 20; s++) {
             harness.setProcessingTime(s * SECOND_MS);
-            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 1));
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 0));
         }
         assertEquals(List.of("web-1/sdb@0s:10"), windows(),
                 "the disk's I/O stopped at 1 s; its diskstats went on to 20 s, and its histograms were not waited for after "
@@ -327,5 +327,56 @@ class DiskWindowsTest {
         feed(reads("web-1", T0_MS + 16 * SECOND_MS, 10));
         assertEquals(sent.size(), harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).count(),
                 "a resent histogram changes nothing");
+    }
+
+    @Test
+    void diskstatsThatShowIoHaveItsHistogramsWaitedForLongerThanAQuietKind() throws Exception {
+        for (long s = 1; s <= 20; s++) {
+            harness.setProcessingTime(s * SECOND_MS);
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        // After a Kafka outage the diskstats' partition is back first; the histograms' comes
+        // back 15 s later, longer than a kind is waited for when it may have gone quiet.
+        harness.setProcessingTime(40 * SECOND_MS);
+        for (long s = 21; s <= 40; s++) {
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        harness.setProcessingTime(55 * SECOND_MS);
+        assertEquals(List.of("web-1/sdb@0s:90"), windows(),
+                "the diskstats show reads the histograms have not reached: their windows wait for them");
+        for (long s = 21; s <= 40; s++) {
+            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        assertEquals(0, late());
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
+    }
+
+    @Test
+    void windowsClosedBeforeTheHistogramsTheirDiskstatsProveTakeThemWhenTheyCome() throws Exception {
+        for (long s = 1; s <= 20; s++) {
+            harness.setProcessingTime(s * SECOND_MS);
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        // The histograms stop coming while the diskstats go on showing reads, for longer
+        // than the disk idleness: the windows close without them, and take them when they
+        // come, within the allowed lateness of the disk's clock.
+        long owedUntilS = 20 + config.diskIdleness.toSeconds() + 10;
+        for (long s = 21; s <= owedUntilS; s++) {
+            harness.setProcessingTime(s * SECOND_MS);
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        assertTrue(windows().contains("web-1/sdb@30s:0"), "waited for " + config.diskIdleness + ": " + windows());
+        for (long s = 21; s <= owedUntilS; s++) {
+            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        harness.setProcessingTime((owedUntilS + 1) * SECOND_MS);
+        second("web-1", T0_MS + (owedUntilS + 20) * SECOND_MS, 10);
+        List<DiskWindow> sent = harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).toList();
+        java.util.Map<Long, Long> lastCopy = new java.util.TreeMap<>();
+        sent.forEach(w -> lastCopy.put((w.startNs / 1_000_000L - T0_MS) / SECOND_MS, w.op("R").count()));
+        for (long start = 20; start + 10 <= owedUntilS; start += 10) {
+            assertEquals(100, lastCopy.get(start), "the last copy of window " + start + " s: " + lastCopy);
+        }
+        assertEquals(0, late(), "no histogram is late for its window");
     }
 }
