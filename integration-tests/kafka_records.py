@@ -5,6 +5,7 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
 TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
@@ -35,6 +36,14 @@ def consume_host(brokers, topic, host):
         assert message.key().decode() == (f"{host}/{record['disk']}" if "disk" in record else host)
         return True
     return consume(brokers, topic, of_host)
+
+
+def partitions_short_of_copies(brokers, min_in_sync):
+    """Each partition, as topic/partition, with no leader or fewer than `min_in_sync` copies
+    in sync: an acks=all write to it waits until they catch up."""
+    metadata = AdminClient({"bootstrap.servers": brokers}).list_topics(timeout=10)
+    return [f"{topic.topic}/{partition.id}" for topic in metadata.topics.values()
+            for partition in topic.partitions.values() if partition.leader < 0 or len(partition.isrs) < min_in_sync]
 
 
 def dead_letters_naming(brokers, host):

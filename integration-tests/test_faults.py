@@ -26,7 +26,7 @@ import pytest
 
 import stack
 from end_to_end import SCENARIOS, Run, scenario_disk
-from kafka_records import TOPICS, consume_host
+from kafka_records import TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
 
 SECONDS = 80
@@ -191,6 +191,13 @@ class TracedDustyDisk:
         return {round((start - self.started_ns) / 1e9): (reads, windowed.get(start, 0))
                 for start, reads in sorted(in_histograms.items()) if windowed.get(start, 0) != reads}
 
+    def dead_letter_reasons(self):
+        """How many dead letters name the host, by the first words of their reason."""
+        reasons = defaultdict(int)
+        for letter in dead_letters_naming(self.cluster.ports.brokers, self.host):
+            reasons[" ".join(letter["reason"].split()[:6])] += 1
+        return dict(reasons)
+
     def windows_holding(self, reads):
         """The windows once they hold `reads` reads, else None. They close DISK_IDLENESS after
         the disk fell silent."""
@@ -213,7 +220,8 @@ class TracedDustyDisk:
         except TimeoutError:
             windows = self.closed_windows()
             raise AssertionError(f"{sum(c[-1] for c in windows.values())} of {reads} reads in the disk's 10 s windows; "
-                                 f"short (s from the start: reads, windowed): {self.short_windows(windows)}") from None
+                                 f"short (s from the start: reads, windowed): {self.short_windows(windows)}; "
+                                 f"dead letters naming the host: {self.dead_letter_reasons()}") from None
         row[COLUMNS[2]] = self.assert_judged_once()
         self.assert_stored_once(reads)  # the rollups come after the disk's last window
         row[COLUMNS[3]] = round(time.monotonic() - finished)
@@ -293,6 +301,16 @@ def leading_jobmanager(cluster):
                if "DefaultDispatcherRunner was granted leadership" in logs_since_start(cluster.container(f"flink-jobmanager-{jobmanager}"))]
     assert len(leaders) == 1, f"JobManagers that say they lead: {leaders}"
     return leaders[0]
+
+
+def wait_until_every_partition_takes_writes(cluster, kafka_container):
+    """Nodes back say their topics are ready before their copies have caught up; until
+    min.insync.replicas of them have, an acks=all write waits (the agent's backlog), and an
+    agent stopped meanwhile gives up on what it holds after its stall timeout."""
+    min_in_sync = int(subprocess.run(["docker", "exec", kafka_container, "sh", "-c", "echo ${KAFKA_MIN_INSYNC:-1}"],
+                                     capture_output=True, text=True, check=True).stdout)
+    stack.wait_for(f"every partition with {min_in_sync} copies in sync",
+                   lambda: not partitions_short_of_copies(cluster.ports.brokers, min_in_sync))
 
 
 def logs_since_start(container):
@@ -379,6 +397,7 @@ def test_every_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
         stack.say(f"every Kafka node started again {dusty_disk.seconds_in():.0f} s into the workload")
     for broker in brokers:
         stack.wait_for(f"{broker} back", lambda b=broker: "iopipe: topics ready" in logs_since_start(b))
+    wait_until_every_partition_takes_writes(cluster, brokers[0])
     dusty_disk.assert_judged_once_and_counted_exactly()
 
 
