@@ -16,11 +16,14 @@ import io.iopipe.jobs.iostat.DiskstatsDelta;
  * own pace again, and the first kind back must not close windows the others still fill.
  * Events are samples and never hold the clock back.
  *
- * <p>Quiet histograms are not always an idle disk: the diskstats say whether it completed
- * I/O. An interval of diskstats that shows completions and begins where the histograms
- * have already reached proves histograms still owed (the agent sends one for each
- * interval that completed I/O), so they are waited for longer, {@code owedWaitMs}: after a
- * Kafka outage the histogram topic's partitions may come back well after the diskstats'.
+ * <p>A quiet kind is not always an idle disk: the disk's other records can prove it is on
+ * its way. An agent samples the diskstats of every disk it reports each interval, so any
+ * record of the disk past its last diskstats proves diskstats owed. It sends a histogram
+ * for each interval that completed I/O, so an event (a completed I/O) past the last
+ * histogram, or an interval of diskstats that shows completions and begins where the
+ * histograms have reached, proves histograms owed. An owed kind is waited for longer,
+ * {@code owedWaitMs}: after a Kafka outage one topic's partitions may come back well
+ * after another's, and its backlog must not find its windows closed.
  */
 public class DiskClock {
     static final long NONE = Long.MIN_VALUE;
@@ -71,17 +74,27 @@ public class DiskClock {
         return d.readsCompleted + d.writesCompleted + d.discardsCompleted > 0;
     }
 
-    /** Whether the diskstats prove histograms the disk has not sent yet (see the class). */
+    /** Whether the disk's other records prove diskstats it has not sent yet (see the class). */
+    boolean diskstatsOwed() {
+        return diskstatsMs != NONE && Math.max(histMs, eventsMs) > diskstatsMs;
+    }
+
+    /** Whether its events or diskstats prove histograms it has not sent yet (see the class). */
     boolean histogramsOwed() {
-        return histMs != NONE && ioIntervalFromMs != NONE && ioIntervalFromMs >= histMs;
+        return histMs != NONE && (eventsMs > histMs || ioIntervalFromMs != NONE && ioIntervalFromMs >= histMs);
+    }
+
+    /** Whether a window ending at `endMs` closes before records its disk owes for it. */
+    boolean owesRecordsBefore(long endMs) {
+        return histogramsOwed() && histMs < endMs || diskstatsOwed() && diskstatsMs < endMs;
     }
 
     /** Up to where windows may close now: the slowest kind waited for, less the out-of-orderness. */
     long watermark(long outOfOrdernessMs, long kindIdleMs, long owedWaitMs, long nowMs) {
         long latest = Math.max(diskstatsMs, Math.max(histMs, eventsMs));
-        long slowest = Math.min(latest, waitedFor(diskstatsMs, diskstatsHeardAtMs, kindIdleMs, nowMs));
-        long histWaitMs = histogramsOwed() ? Math.max(kindIdleMs, owedWaitMs) : kindIdleMs;
-        slowest = Math.min(slowest, waitedFor(histMs, histHeardAtMs, histWaitMs, nowMs));
+        long owedMs = Math.max(kindIdleMs, owedWaitMs);
+        long slowest = Math.min(latest, waitedFor(diskstatsMs, diskstatsHeardAtMs, diskstatsOwed() ? owedMs : kindIdleMs, nowMs));
+        slowest = Math.min(slowest, waitedFor(histMs, histHeardAtMs, histogramsOwed() ? owedMs : kindIdleMs, nowMs));
         return slowest == NONE ? NONE : slowest - outOfOrdernessMs;
     }
 

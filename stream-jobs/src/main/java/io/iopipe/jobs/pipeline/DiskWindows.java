@@ -40,7 +40,7 @@ import org.apache.flink.util.Collector;
  * disk's clock passes it (or the disk falls silent again) it is sent again whole, a
  * revision that replaces the copy sent before. Its late kernel histograms amend the
  * latency rollups as any late histogram does; the detectors judged the window once. So is
- * a window closed before the histograms its diskstats prove (waited for {@code idleMs},
+ * a window closed before records its disk's other records prove (waited for {@code idleMs},
  * see {@link DiskClock}): they are on their way, not lost.
  */
 public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
@@ -229,8 +229,8 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     /**
      * Emits, in time order, every open window that ends at or before `clock`. Given the
      * disk's clock `c`, a window is kept (see the class) when it closes on silence, or
-     * before the histograms its diskstats prove have come; the last of those closed on
-     * silence says its disk fell silent after it.
+     * before records its disk owes for it have come; the last of those closed on silence
+     * says its disk fell silent after it.
      */
     private void closeUpTo(long clock, DiskClock c, boolean silent, Context ctx, Collector<DiskWindow> out) throws Exception {
         List<Long> due = new ArrayList<>();
@@ -243,7 +243,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         for (long startMs : due) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
             DiskWindow w = open.get(startMs);
-            if (c != null && (silent || c.histogramsOwed() && c.histMs < startMs + lengthMs)) {
+            if (c != null && (silent || c.owesRecordsBefore(startMs + lengthMs))) {
                 closedOnSilence.put(startMs, w);
                 c.keptOnSilence++;
                 w = w.copy();

@@ -7,6 +7,7 @@ import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.Log2Histogram;
 import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.RecordDecoder;
 import java.time.Duration;
@@ -63,6 +64,20 @@ class DiskWindowsTest {
         return DiskRecord.of(h);
     }
 
+    /** One sampled read of 6 ms completing at `endMs` (`reads` is what the second holds, unsampled). */
+    private static DiskRecord event(String host, long endMs, long reads) {
+        IoEvent e = new IoEvent();
+        e.host = host;
+        e.disk = "sdb";
+        e.op = "R";
+        e.bytes = 4096;
+        e.completeNs = endMs * 1_000_000L;
+        e.issueNs = e.completeNs - 6_000_000L;
+        e.sampleReason = "uniform";
+        e.sampleWeight = reads;
+        return DiskRecord.of(e);
+    }
+
     /** A diskstats delta of one second ending at `endMs`. */
     private static DiskRecord diskstats(String host, long endMs, long reads) {
         DiskstatsDelta d = new DiskstatsDelta();
@@ -82,6 +97,25 @@ class DiskWindowsTest {
 
     private void feed(DiskRecord r) throws Exception {
         harness.processElement(new StreamRecord<>(r, r.tsNs / 1_000_000L));
+    }
+
+    /** What the agent sends for web-1 each second up to `lastS`, read as it is sent (10 reads a second). */
+    private void steadyUpTo(long lastS) throws Exception {
+        for (long s = 1; s <= lastS; s++) {
+            harness.setProcessingTime(s * SECOND_MS);
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+    }
+
+    interface RecordOfSecond {
+        DiskRecord of(String host, long endMs, long reads);
+    }
+
+    /** One kind of web-1's records, 10 reads a second, from `firstS` to `lastS`, read at once: a backlog. */
+    private void backlog(RecordOfSecond kind, long firstS, long lastS) throws Exception {
+        for (long s = firstS; s <= lastS; s++) {
+            feed(kind.of("web-1", T0_MS + s * SECOND_MS, 10));
+        }
     }
 
     private List<String> windows() {
@@ -281,19 +315,12 @@ class DiskWindowsTest {
 
     @Test
     void aDiskHeardAgainAfterASilenceWaitsForEachKindAnew() throws Exception {
-        for (long s = 1; s <= 20; s++) {
-            harness.setProcessingTime(s * SECOND_MS);
-            second("web-1", T0_MS + s * SECOND_MS, 10);
-        }
+        steadyUpTo(20);
         // The host's records stop for 20 s of wall clock (a Kafka outage), then its backlog is
         // read one topic ahead of the other: all its histograms, then all its diskstats.
         harness.setProcessingTime(40 * SECOND_MS);
-        for (long s = 21; s <= 40; s++) {
-            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
-        }
-        for (long s = 21; s <= 40; s++) {
-            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
-        }
+        backlog(DiskWindowsTest::reads, 21, 40);
+        backlog(DiskWindowsTest::diskstats, 21, 40);
         assertEquals(0, late(), "the diskstats read after the histograms are not late");
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
         assertEquals(100, harness.extractOutputValues().get(2).iostat.readsCompleted);
@@ -301,21 +328,14 @@ class DiskWindowsTest {
 
     @Test
     void aWindowClosedOnASilenceLongerThanTheDiskIdlenessTakesItsBacklogAndIsSentAgainWhole() throws Exception {
-        for (long s = 1; s <= 14; s++) {
-            harness.setProcessingTime(s * SECOND_MS);
-            second("web-1", T0_MS + s * SECOND_MS, 10);
-        }
+        steadyUpTo(14);
         // Every Kafka node away for longer than the disk idleness: the job hears nothing of the
         // host, closes its open window on silence, then reads the agent's backlog, histograms first.
         harness.setProcessingTime(14 * SECOND_MS + config.diskIdleness.toMillis() + config.kindIdleness.toMillis());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:50"), windows(), "checked every " + config.kindIdleness);
         harness.setProcessingTime(100 * SECOND_MS);
-        for (long s = 15; s <= 40; s++) {
-            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
-        }
-        for (long s = 15; s <= 40; s++) {
-            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
-        }
+        backlog(DiskWindowsTest::reads, 15, 40);
+        backlog(DiskWindowsTest::diskstats, 15, 40);
         assertEquals(0, late(), "the backlog is late for no window");
         List<DiskWindow> out = harness.extractOutputValues();
         List<DiskWindow> sent = out.stream().filter(w -> !w.amendsClosedWindow).toList();
@@ -331,32 +351,22 @@ class DiskWindowsTest {
 
     @Test
     void diskstatsThatShowIoHaveItsHistogramsWaitedForLongerThanAQuietKind() throws Exception {
-        for (long s = 1; s <= 20; s++) {
-            harness.setProcessingTime(s * SECOND_MS);
-            second("web-1", T0_MS + s * SECOND_MS, 10);
-        }
+        steadyUpTo(20);
         // After a Kafka outage the diskstats' partition is back first; the histograms' comes
         // back 15 s later, longer than a kind is waited for when it may have gone quiet.
         harness.setProcessingTime(40 * SECOND_MS);
-        for (long s = 21; s <= 40; s++) {
-            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
-        }
+        backlog(DiskWindowsTest::diskstats, 21, 40);
         harness.setProcessingTime(55 * SECOND_MS);
         assertEquals(List.of("web-1/sdb@0s:90"), windows(),
                 "the diskstats show reads the histograms have not reached: their windows wait for them");
-        for (long s = 21; s <= 40; s++) {
-            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
-        }
+        backlog(DiskWindowsTest::reads, 21, 40);
         assertEquals(0, late());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
     }
 
     @Test
     void windowsClosedBeforeTheHistogramsTheirDiskstatsProveTakeThemWhenTheyCome() throws Exception {
-        for (long s = 1; s <= 20; s++) {
-            harness.setProcessingTime(s * SECOND_MS);
-            second("web-1", T0_MS + s * SECOND_MS, 10);
-        }
+        steadyUpTo(20);
         // The histograms stop coming while the diskstats go on showing reads, for longer
         // than the disk idleness: the windows close without them, and take them when they
         // come, within the allowed lateness of the disk's clock.
@@ -366,9 +376,7 @@ class DiskWindowsTest {
             feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
         }
         assertTrue(windows().contains("web-1/sdb@30s:0"), "waited for " + config.diskIdleness + ": " + windows());
-        for (long s = 21; s <= owedUntilS; s++) {
-            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
-        }
+        backlog(DiskWindowsTest::reads, 21, owedUntilS);
         harness.setProcessingTime((owedUntilS + 1) * SECOND_MS);
         second("web-1", T0_MS + (owedUntilS + 20) * SECOND_MS, 10);
         List<DiskWindow> sent = harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).toList();
@@ -378,5 +386,21 @@ class DiskWindowsTest {
             assertEquals(100, lastCopy.get(start), "the last copy of window " + start + " s: " + lastCopy);
         }
         assertEquals(0, late(), "no histogram is late for its window");
+    }
+
+    @Test
+    void eventsReadFirstAfterAnOutageCloseNoWindowBeforeTheDiskstatsAndHistogramsTheyProve() throws Exception {
+        steadyUpTo(20);
+        // After a Kafka outage the events' partition is back first; the diskstats' and the
+        // histograms' 15 s later: the events prove both on their way.
+        harness.setProcessingTime(40 * SECOND_MS);
+        backlog(DiskWindowsTest::event, 21, 40);
+        harness.setProcessingTime(55 * SECOND_MS);
+        assertEquals(List.of("web-1/sdb@0s:90"), windows());
+        backlog(DiskWindowsTest::diskstats, 21, 40);
+        backlog(DiskWindowsTest::reads, 21, 40);
+        assertEquals(0, late());
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
+        assertEquals(100, harness.extractOutputValues().get(2).iostat.readsCompleted);
     }
 }
