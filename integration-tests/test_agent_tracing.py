@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -82,6 +83,25 @@ def test_every_io_is_counted_once_in_the_bucket_of_its_latency(agent_bin, attach
     assert buckets.most_common(1)[0][0] == 11 and buckets[11] >= workload[11], (buckets, workload)
     assert sum(h["count"] for h in hists_of(records, name, "R", "queue")) == 300
     assert max(h["max_us"] for h in reads) < max(latencies) * 1000
+
+
+def test_a_stop_sends_the_diskstats_of_the_interval_it_cut_short(agent_bin):
+    """The histograms of the interval a stop cut short come after a diskstats sample of that
+    moment, as every interval's do: a stream job windows histograms with the diskstats of
+    their time, and a window of histograms alone has no iostat line to carry them."""
+    with FaultDisk(f"units=1 read_us={BASE_US} write_us={BASE_US}") as disk:
+        agent = TracingAgent(agent_bin)
+        reading = threading.Thread(target=timed_direct_reads, args=(disk.device, 1200))  # 3 s of reads
+        reading.start()
+        try:
+            time.sleep(1)
+            records = agent.stop()  # while the reads go on
+        finally:
+            reading.join()
+        name = disk.name
+    last = max(hists_of(records, name, "R", "device"), key=lambda h: h["end_ns"])
+    sampled = max(r["ts_ns"] for r in records if r["schema"] == "io.diskstats.v1" and r["disk"] == name)
+    assert last["start_ns"] < sampled <= last["end_ns"], (last["start_ns"], sampled, last["end_ns"])
 
 
 def test_retries_show_as_the_modes_of_the_histogram(agent_bin):

@@ -41,24 +41,7 @@ impl Run {
         let started = Instant::now();
         let mut taken = 0u64;
         while !stop.load(Ordering::Relaxed) && (self.count == 0 || taken < self.count) {
-            let sample = match self.sampler.sample() {
-                Ok(sample) => {
-                    diskstats.emit(&sample, self.sink.as_mut())?;
-                    Some(sample)
-                }
-                Err(err) => {
-                    diskstats.read_errors += 1;
-                    eprintln!("iopipe-agent: reading {}: {err}", self.sampler.diskstats_path().display());
-                    None
-                }
-            };
-            if let Some(tracer) = self.tracer.as_mut() {
-                // After the sample: the histograms read later can only hold more (reconcile.rs).
-                tracer.emit_interval(self.sink.as_mut())?;
-                if let Some(sample) = &sample {
-                    tracer.reconcile(sample);
-                }
-            }
+            self.close_interval(&mut diskstats)?;
             report.emit(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
             self.keep_position();
             taken += 1;
@@ -85,6 +68,12 @@ impl Run {
         }
         if let Some(tracer) = self.tracer.as_mut() {
             tracer.poll(Duration::ZERO, self.sink.as_mut())?;
+        }
+        if stop.load(Ordering::Relaxed) {
+            // The interval a stop cut short is sent as any other, its diskstats with its
+            // histograms: a stream job windows histograms with the diskstats of their time.
+            self.close_interval(&mut diskstats)?;
+        } else if let Some(tracer) = self.tracer.as_mut() {
             tracer.emit_interval(self.sink.as_mut())?;
         }
         report.emit(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
@@ -93,6 +82,29 @@ impl Run {
         let counters = report.counters(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_ref());
         eprintln!("iopipe-agent: {taken} samples; {}", counters.iter().map(|c| format!("{} {}", c.name, c.value)).collect::<Vec<_>>().join(", "));
         closed
+    }
+
+    /// Samples the diskstats and sends them, then the histograms of the interval that ends.
+    fn close_interval(&mut self, diskstats: &mut DiskstatsEmitter) -> Result<()> {
+        let sample = match self.sampler.sample() {
+            Ok(sample) => {
+                diskstats.emit(&sample, self.sink.as_mut())?;
+                Some(sample)
+            }
+            Err(err) => {
+                diskstats.read_errors += 1;
+                eprintln!("iopipe-agent: reading {}: {err}", self.sampler.diskstats_path().display());
+                None
+            }
+        };
+        if let Some(tracer) = self.tracer.as_mut() {
+            // After the sample: the histograms read later can only hold more (reconcile.rs).
+            tracer.emit_interval(self.sink.as_mut())?;
+            if let Some(sample) = &sample {
+                tracer.reconcile(sample);
+            }
+        }
+        Ok(())
     }
 
     /// Takes the position as of the records sent so far, and writes the newest one whose
