@@ -192,10 +192,10 @@ class TracedDustyDisk:
                 for start, reads in sorted(in_histograms.items()) if windowed.get(start, 0) != reads}
 
     def dead_letter_reasons(self):
-        """How many dead letters name the host, by the first words of their reason."""
+        """How many dead letters name the host, by their reason up to what they name."""
         reasons = defaultdict(int)
         for letter in dead_letters_naming(self.cluster.ports.brokers, self.host):
-            reasons[" ".join(letter["reason"].split()[:6])] += 1
+            reasons[letter["reason"].split(" of ")[0]] += 1
         return dict(reasons)
 
     def windows_holding(self, reads):
