@@ -129,7 +129,7 @@ bench-ingest: deps images
 bench-jobs: deps $(JOB_JAR) images
 	@python3 stream-jobs/bench/run.py
 
-# The live job on the cluster at 1,000, 10,000 and 50,000 disks sending as agents do, checkpoints
+# The live job on the cluster at 500 to 50,000 disks (SIZES in scale.py) sending as agents do, checkpoints
 # on: records/s, checkpoints, record-to-ClickHouse latency, against a plain Kafka consumer.
 bench-fleet: deps $(JOB_JAR) images
 	@$(PYTHON) stream-jobs/bench/scale.py
