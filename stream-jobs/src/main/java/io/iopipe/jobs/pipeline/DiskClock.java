@@ -44,7 +44,10 @@ public class DiskClock {
     public long checkAtMs = NONE;
     /** Every window ending at or before this is closed: the clock never goes back. */
     public long closedThroughMs = NONE;
-    /** How many of the disk's windows closed on silence are kept for records still on their way. */
+    /**
+     * How many of the disk's windows closed on silence, or before records it owed, are kept for
+     * records still on their way (named for the first case: the name is the state's).
+     */
     public int keptOnSilence;
     /** Whether one of them took records since it was last sent. */
     public boolean revisionDue;

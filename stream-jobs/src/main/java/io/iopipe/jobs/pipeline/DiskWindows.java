@@ -55,7 +55,10 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private transient MapState<Long, DiskWindow> open;
     /** Per window closed within allowedLateness, the identities of the kernel histograms it counted. */
     private transient MapState<Long, HashSet<Long>> closedHistograms;
-    /** Windows closed on silence, whole with what they saw, while records may still come for them. */
+    /**
+     * Windows closed on silence or before records their disk owed, whole with what they saw,
+     * while records may still come for them (the state keeps its first name).
+     */
     private transient MapState<Long, DiskWindow> closedOnSilence;
     private transient ValueState<DiskClock> clock;
     private transient Counter duplicates;

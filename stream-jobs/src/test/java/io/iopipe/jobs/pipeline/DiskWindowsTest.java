@@ -349,17 +349,26 @@ class DiskWindowsTest {
                 "a resent histogram changes nothing");
     }
 
+    /**
+     * Steady to 20 s, then a Kafka outage: the host's records stop for 20 s of wall clock; the
+     * `first` kind's partition is back first, the `later` kinds' 15 s after it, longer than a
+     * kind is waited for when it may have gone quiet. Until they come, only the window the
+     * disk's clock passed before the outage is closed.
+     */
+    private void outageWithOneKindBackFirst(RecordOfSecond first, RecordOfSecond... later) throws Exception {
+        steadyUpTo(20);
+        harness.setProcessingTime(40 * SECOND_MS);
+        backlog(first, 21, 40);
+        harness.setProcessingTime(55 * SECOND_MS);
+        assertEquals(List.of("web-1/sdb@0s:90"), windows(), "the records that came first prove the others on their way");
+        for (RecordOfSecond kind : later) {
+            backlog(kind, 21, 40);
+        }
+    }
+
     @Test
     void diskstatsThatShowIoHaveItsHistogramsWaitedForLongerThanAQuietKind() throws Exception {
-        steadyUpTo(20);
-        // After a Kafka outage the diskstats' partition is back first; the histograms' comes
-        // back 15 s later, longer than a kind is waited for when it may have gone quiet.
-        harness.setProcessingTime(40 * SECOND_MS);
-        backlog(DiskWindowsTest::diskstats, 21, 40);
-        harness.setProcessingTime(55 * SECOND_MS);
-        assertEquals(List.of("web-1/sdb@0s:90"), windows(),
-                "the diskstats show reads the histograms have not reached: their windows wait for them");
-        backlog(DiskWindowsTest::reads, 21, 40);
+        outageWithOneKindBackFirst(DiskWindowsTest::diskstats, DiskWindowsTest::reads);
         assertEquals(0, late());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
     }
@@ -390,15 +399,7 @@ class DiskWindowsTest {
 
     @Test
     void eventsReadFirstAfterAnOutageCloseNoWindowBeforeTheDiskstatsAndHistogramsTheyProve() throws Exception {
-        steadyUpTo(20);
-        // After a Kafka outage the events' partition is back first; the diskstats' and the
-        // histograms' 15 s later: the events prove both on their way.
-        harness.setProcessingTime(40 * SECOND_MS);
-        backlog(DiskWindowsTest::event, 21, 40);
-        harness.setProcessingTime(55 * SECOND_MS);
-        assertEquals(List.of("web-1/sdb@0s:90"), windows());
-        backlog(DiskWindowsTest::diskstats, 21, 40);
-        backlog(DiskWindowsTest::reads, 21, 40);
+        outageWithOneKindBackFirst(DiskWindowsTest::event, DiskWindowsTest::diskstats, DiskWindowsTest::reads);
         assertEquals(0, late());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
         assertEquals(100, harness.extractOutputValues().get(2).iostat.readsCompleted);
