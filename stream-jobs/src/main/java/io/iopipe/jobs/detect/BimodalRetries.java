@@ -13,6 +13,18 @@ import java.util.Optional;
  * A retried I/O pays its first attempt again; on a rotational disk, each retry waits
  * for the sector to come round, so the gap is a whole number of revolutions.
  * The mean hides all this (S2: 5 ms average, modes at 2 and 10 ms).
+ *
+ * <p>A slower mode is retries only when nothing else explains it. Device time (D2C)
+ * already leaves out the host's queue (Q2C minus D2C); the drive's own queue it does not:
+ * I/Os dispatched behind a burst wait there, so a slower mode whose I/Os were dispatched
+ * at a deeper queue than the main mode's is queueing, while retries strike at whatever
+ * depth the disk runs at. Likewise a slower mode of larger I/Os is a mix of sizes.
+ *
+ * <p>Only rotational disks: flash has no revolutions. Its retry (a NAND read re-sensed at
+ * shifted thresholds, then soft-decision decoding) adds tens of microseconds per step to
+ * reads, the same order as its program, erase and garbage-collection stalls, so without
+ * the drive's own counters a slower flash mode cannot be told from those. A flash drive
+ * slowed by retries shows in its service time against its class and its own history.
  */
 public final class BimodalRetries {
     /** I/Os needed in a window for a shape to mean anything. */
@@ -41,6 +53,14 @@ public final class BimodalRetries {
      * is then the reads that missed the cache, not retries.
      */
     static final double MIN_MEDIA_ACCESS_US = 500;
+    /**
+     * A slower mode is dispatched deeper than the main one when its I/Os had, on average,
+     * at least this many times the main mode's requests in flight ahead of and with them,
+     * and at least one more: waiting behind them accounts for its latency.
+     */
+    static final double DEEPER_QUEUE_RATIO = 2.0;
+    /** A slower mode whose I/Os are this many times larger on average is a mix of sizes. */
+    static final double LARGER_IOS_RATIO = 2.0;
 
     private BimodalRetries() {}
 
@@ -54,8 +74,49 @@ public final class BimodalRetries {
         return latency.slowestIntervalMedianUs >= Math.sqrt(main.medianUs() * slower.medianUs());
     }
 
-    /** A run of bins around one peak: its weight and median latency. */
-    record Mode(double medianUs, double weight) {}
+    /** A run of bins around one peak (`fromBin` to `toBin` of its Shape): its weight and median latency. */
+    record Mode(double medianUs, double weight, int fromBin, int toBin) {}
+
+    /**
+     * What the window's events say of one mode's I/Os: the mean depth at dispatch (the
+     * I/O counted) and the mean size, each weighted by sample_weight; NaN where no event
+     * of the mode knows it.
+     */
+    record ModeIos(double depth, double bytes) {
+        static ModeIos of(Shape shape, Mode mode, List<IoEvent> events) {
+            double depthSum = 0;
+            double depthWeight = 0;
+            double bytesSum = 0;
+            double weight = 0;
+            for (IoEvent e : events) {
+                int bin = shape.binOf(e.deviceNs() / 1000.0);
+                if (bin < mode.fromBin() || bin > mode.toBin()) {
+                    continue;
+                }
+                bytesSum += e.sampleWeight * e.bytes;
+                weight += e.sampleWeight;
+                if (e.inflight > 0) {
+                    depthSum += e.sampleWeight * e.inflight;
+                    depthWeight += e.sampleWeight;
+                }
+            }
+            return new ModeIos(depthWeight == 0 ? Double.NaN : depthSum / depthWeight, weight == 0 ? Double.NaN : bytesSum / weight);
+        }
+
+        /** NaN-safe: false when either side is unknown. */
+        boolean deeperThan(ModeIos main) {
+            return depth >= Math.max(DEEPER_QUEUE_RATIO * main.depth, main.depth + 1);
+        }
+
+        boolean largerThan(ModeIos main) {
+            return bytes >= LARGER_IOS_RATIO * main.bytes;
+        }
+    }
+
+    /** Whether the slower mode's I/Os say what it is instead of retries: waiting, or larger I/Os. */
+    static boolean explainedOtherwise(ModeIos main, ModeIos slower) {
+        return slower.deeperThan(main) || slower.largerThan(main);
+    }
 
     public static Optional<Finding> examine(DiskWindow w) {
         for (String op : w.ops.keySet()) {
@@ -69,7 +130,7 @@ public final class BimodalRetries {
 
     static Optional<Finding> examineOp(DiskWindow w, String op) {
         OpLatency latency = w.ops.get(op);
-        if (latency == null || latency.count() < MIN_IOS) {
+        if (!w.rotational() || latency == null || latency.count() < MIN_IOS) {
             return Optional.empty();
         }
         List<IoEvent> every = w.fullCapture(op);
@@ -79,7 +140,7 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         Mode main = modes.stream().max((a, b) -> Double.compare(a.weight(), b.weight())).orElseThrow();
-        if (w.rotational() && main.medianUs() < MIN_MEDIA_ACCESS_US) {
+        if (main.medianUs() < MIN_MEDIA_ACCESS_US) {
             return Optional.empty();
         }
         double depth = w.depth();
@@ -92,32 +153,38 @@ public final class BimodalRetries {
         if (changedRegime(latency, main, retries)) {
             return Optional.empty();
         }
+        List<IoEvent> events = w.events.stream().filter(e -> e.op.equals(op)).toList();
+        if (explainedOtherwise(ModeIos.of(shape, main, events), ModeIos.of(shape, retries, events))) {
+            return Optional.empty();
+        }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
         double total = shape.total();
         ObjectNode evidence = Evidence.of(w, op);
         ArrayNode modeList = evidence.putArray("modes");
         for (Mode m : modes) {
-            modeList.addObject().put("median_ms", Evidence.round(m.medianUs() / 1000))
+            ObjectNode listed = modeList.addObject().put("median_ms", Evidence.round(m.medianUs() / 1000))
                     .put("ios", Math.round(m.weight())).put("share", Evidence.round(m.weight() / total));
+            ModeIos ios = ModeIos.of(shape, m, events);
+            if (!Double.isNaN(ios.depth())) {
+                listed.put("dispatch_depth", Evidence.round(ios.depth()));
+            }
         }
         evidence.put("gap_ms", Evidence.round(gapMs));
         evidence.put("resolution", every.isEmpty() ? "log2 histogram" : "every I/O");
         String revolutions = "";
-        if (w.rotational()) {
-            ArrayNode matches = evidence.putArray("whole_revolutions");
-            for (int rpm : COMMON_RPMS) {
-                double revolutionMs = 60_000.0 / rpm;
-                long k = Math.round(gapMs / revolutionMs);
-                if (k >= 1 && Math.abs(gapMs / revolutionMs - k) <= REVOLUTION_TOLERANCE) {
-                    matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs));
-                    revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";
-                }
+        ArrayNode matches = evidence.putArray("whole_revolutions");
+        for (int rpm : COMMON_RPMS) {
+            double revolutionMs = 60_000.0 / rpm;
+            long k = Math.round(gapMs / revolutionMs);
+            if (k >= 1 && Math.abs(gapMs / revolutionMs - k) <= REVOLUTION_TOLERANCE) {
+                matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs));
+                revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";
             }
         }
         String summary = String.format("%s latency is bimodal: %.0f%% at %.2f ms, %.0f%% at %.2f ms; gap %.2f ms%s",
                 op, 100 * main.weight() / total, main.medianUs() / 1000, 100 * retries.weight() / total,
                 retries.medianUs() / 1000, gapMs,
-                revolutions.isEmpty() ? (w.rotational() ? " (not a whole number of revolutions at a common rpm)" : "")
+                revolutions.isEmpty() ? " (not a whole number of revolutions at a common rpm)"
                         : " = " + revolutions + " revolution(s): retries");
         return Optional.of(new Finding(Finding.Kind.BIMODAL_RETRIES, Finding.Severity.WARNING, summary, evidence,
                 Finding.HealthEffect.SUSPECT));
@@ -150,7 +217,7 @@ public final class BimodalRetries {
             }
             Shape s = new Shape((int) ((hi - lo) * FINE_BINS_PER_OCTAVE) + 1, lo, FINE_BINS_PER_OCTAVE);
             for (IoEvent e : events) {
-                int bin = (int) ((log2Us(e) - lo) * FINE_BINS_PER_OCTAVE);
+                int bin = s.binOf(e.deviceNs() / 1000.0);
                 s.weight[bin] += 1;
                 s.values.get(bin).add(e.deviceNs() / 1000.0);
             }
@@ -169,7 +236,17 @@ public final class BimodalRetries {
         }
 
         static double log2Us(IoEvent e) {
-            return Math.log(Math.max(1.0, e.deviceNs() / 1000.0)) / Math.log(2);
+            return log2(e.deviceNs() / 1000.0);
+        }
+
+        static double log2(double us) {
+            return Math.log(Math.max(1.0, us)) / Math.log(2);
+        }
+
+        /** The bin a latency falls in, as the I/Os were binned; -1 outside the shape. */
+        int binOf(double us) {
+            int bin = binsPerOctave == 1 ? Log2Histogram.bucketOf((long) us) : (int) ((log2(us) - lowestLog2) * binsPerOctave);
+            return bin >= 0 && bin < weight.length ? bin : -1;
         }
 
         double total() {
@@ -271,11 +348,11 @@ public final class BimodalRetries {
                 for (double value : sorted) {
                     seen += each;
                     if (seen >= half) {
-                        return new Mode(value, w);
+                        return new Mode(value, w, from, to);
                     }
                 }
             }
-            return new Mode(0, w);
+            return new Mode(0, w, from, to);
         }
     }
 }

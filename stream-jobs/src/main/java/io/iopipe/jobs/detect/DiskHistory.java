@@ -8,7 +8,7 @@ public class DiskHistory {
     /** Mean service time of its windows that raised nothing (EWMA), and how many there were. */
     public double serviceBaselineMs;
     public int serviceBaselineWindows;
-    /** Mean device latency at a queue depth of about one (EWMA), and how many windows taught it. */
+    /** Mean device latency at a queue depth of one (EWMA), and how many windows taught it (their depth-one I/Os, or all their I/Os at a mean depth of about one). */
     public double qd1LatencyUs;
     public int qd1Windows;
     public String health = DiskHealth.HEALTHY;

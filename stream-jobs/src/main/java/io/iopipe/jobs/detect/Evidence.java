@@ -8,7 +8,7 @@ import io.iopipe.jobs.records.Json;
 import java.util.Comparator;
 import java.util.List;
 
-/** The evidence every finding carries: the histogram, the iostat line, the worst events. */
+/** The evidence every finding carries: the op's histogram, the iostat line, the op's worst events. */
 final class Evidence {
     static final int WORST_EVENTS = 5;
 
@@ -29,7 +29,7 @@ final class Evidence {
         if (w.hasIostat()) {
             e.set("iostat", iostatLine(w));
         }
-        e.set("worst_events", worstEvents(w.events));
+        e.set("worst_events", worstEvents(w.events.stream().filter(ev -> ev.op.equals(op)).toList()));
         return e;
     }
 

@@ -65,6 +65,7 @@ public final class FailingDisk {
             return Optional.empty();
         }
         ObjectNode evidence = Evidence.of(w, w.busiestOp());
+        evidence.set("worst_events", Evidence.worstEvents(w.events));  // its reasons span every op
         evidence.put("service_ms", Evidence.round(serviceMs));
         evidence.put("class_ceiling_ms", Evidence.round(ceilingMs));
         evidence.put("queue_depth", Evidence.round(Double.isNaN(depth) ? 0 : depth));

@@ -13,8 +13,14 @@ public final class Saturation {
     /** Windows whose mean depth is at most this teach the depth-one baseline. */
     static final double QD1_MAX_DEPTH = 1.5;
     static final long MIN_IOS = 50;
+    /**
+     * A window's events dispatched with nothing else in flight teach the depth-one baseline
+     * whatever the window's mean depth, when there are this many: a window that straddles
+     * a change of depth, or a disk that is never idle for a whole window, still has them.
+     */
+    static final int MIN_DEPTH_ONE_EVENTS = 20;
     static final double BASELINE_ALPHA = 0.3;
-    /** Windows before the baseline is trusted. */
+    /** Windows that taught it before the baseline is trusted. */
     static final int MIN_BASELINE_WINDOWS = 2;
     /** Depth from which a rise can be queueing at all. */
     static final double MIN_DEPTH = 2.0;
@@ -53,14 +59,41 @@ public final class Saturation {
                 saturated ? Finding.Severity.WARNING : Finding.Severity.INFO, summary, evidence, Finding.HealthEffect.NONE));
     }
 
-    /** Learns the depth-one latency from a window that qualifies. */
+    /**
+     * Learns the depth-one latency from a window: from its I/Os dispatched alone, each
+     * carrying its own depth, where it has enough of them; else from the whole window when
+     * its mean depth is about one.
+     */
     static void learn(DiskWindow w, DiskHistory history) {
-        double depth = w.depth();
-        long ios = w.deviceAllOps().count;
-        if (!Double.isNaN(depth) && depth <= QD1_MAX_DEPTH && ios >= MIN_IOS) {
-            history.qd1LatencyUs = DiskHistory.ewma(history.qd1LatencyUs, history.qd1Windows, meanLatencyUs(w), BASELINE_ALPHA);
-            history.qd1Windows++;
+        double latencyUs = depthOneLatencyUs(w);
+        if (Double.isNaN(latencyUs)) {
+            double depth = w.depth();
+            if (Double.isNaN(depth) || depth > QD1_MAX_DEPTH || w.deviceAllOps().count < MIN_IOS) {
+                return;
+            }
+            latencyUs = meanLatencyUs(w);
         }
+        history.qd1LatencyUs = DiskHistory.ewma(history.qd1LatencyUs, history.qd1Windows, latencyUs, BASELINE_ALPHA);
+        history.qd1Windows++;
+    }
+
+    /**
+     * Mean device time of the window's events dispatched with no other request in flight,
+     * weighted by sample_weight (outliers kept one by one weigh one, a 1-in-N sample N);
+     * NaN with fewer than MIN_DEPTH_ONE_EVENTS of them.
+     */
+    static double depthOneLatencyUs(DiskWindow w) {
+        double sumUs = 0;
+        double weight = 0;
+        int events = 0;
+        for (var e : w.events) {
+            if (e.inflight == 1) {
+                sumUs += e.sampleWeight * e.deviceNs() / 1000.0;
+                weight += e.sampleWeight;
+                events++;
+            }
+        }
+        return events >= MIN_DEPTH_ONE_EVENTS ? sumUs / weight : Double.NaN;
     }
 
     /** Device time per I/O where the kernel measured it, else await from diskstats. */

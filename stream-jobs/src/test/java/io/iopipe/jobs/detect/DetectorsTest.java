@@ -68,6 +68,24 @@ class DetectorsTest {
         assertEquals(evidence, Json.parseObject(anomaly.get("evidence_json").asText()), "the text is the same evidence");
         assertEquals(REVOLUTION_15K_MS, evidence.get("gap_ms").asDouble(), 0.3);
         assertTrue(evidence.get("whole_revolutions").toString().contains("{\"rpm\":15000,\"revolutions\":1"), evidence.toString());
+        evidence.get("modes").forEach(mode -> assertEquals(1.0, mode.get("dispatch_depth").asDouble(), "retries strike at any depth, here 1"));
+    }
+
+    @Test
+    void theEvidenceOfAnOpListsOnlyItsOwnWorstEvents() throws Exception {
+        DiskWindow w = new SerialDisk("sdo", true).closedLoop(1, "R", 8192, () -> {
+            double ms = uniform(0.8, 1.4);
+            return random.nextDouble() < 0.1 ? ms + REVOLUTION_15K_MS : ms;
+        }).window();
+        io.iopipe.jobs.records.IoEvent slowWrite = new io.iopipe.jobs.records.IoEvent();
+        slowWrite.op = "W";
+        slowWrite.issueNs = BURST_START_NS;
+        slowWrite.completeNs = BURST_START_NS + 80 * SerialDisk.MS_NS;
+        slowWrite.sampleWeight = 1;
+        w.events.add(slowWrite);
+        JsonNode evidence = Json.parseObject(DiskDetector.onWindow(w, new DiskHistory()).get(0).json).get("evidence");
+        assertEquals("R", evidence.get("op").asText());
+        evidence.get("worst_events").forEach(e -> assertEquals("R", e.get("op").asText(), evidence.toString()));
     }
 
     @Test
@@ -104,7 +122,7 @@ class DetectorsTest {
     }
 
     private static DiskWindow windowOfIntervals(List<long[]> intervals) {
-        DiskWindow w = new SerialDisk("sdh", false).window();
+        DiskWindow w = new SerialDisk("sdh", true).window();
         OpLatency reads = w.op("R");
         for (long[] b : intervals) {
             long count = java.util.Arrays.stream(b).sum();
@@ -112,6 +130,69 @@ class DetectorsTest {
             reads.addDeviceInterval(b, count, count * maxUs, maxUs);
         }
         return w;
+    }
+
+    @Test
+    void readsQueuedBehindBurstsOnAnHddAreWaitingNotRetries() throws Exception {
+        // One reader at a time served in 0.6-1.2 ms, and every 0.4 s a burst of 12 reads
+        // dispatched together, each a 5-9 ms media access: those behind the first wait in
+        // the drive's queue, 10-100 ms, in clusters. Their mode is one of depth.
+        SerialDisk disk = new SerialDisk("sdm", true);
+        long nextBurstNs = SerialDisk.WINDOW_START_NS + 200 * SerialDisk.MS_NS;
+        long readerAtNs = SerialDisk.WINDOW_START_NS;
+        while (readerAtNs < SerialDisk.WINDOW_START_NS + SerialDisk.WINDOW_NS) {
+            if (nextBurstNs <= readerAtNs) {
+                for (int i = 0; i < 12; i++) {
+                    disk.submit("R", 65536, nextBurstNs + i * 50_000L, uniform(5, 9));
+                }
+                nextBurstNs += 400 * SerialDisk.MS_NS;
+                continue;
+            }
+            readerAtNs = disk.submit("R", 4096, readerAtNs, random.nextDouble() < 0.5 ? uniform(0.6, 0.8) : uniform(1.0, 1.2)).completeNs;
+        }
+        DiskWindow w = disk.window();
+        assertTrue(w.events.stream().filter(e -> e.deviceNs() > 10 * SerialDisk.MS_NS).count() > 0.03 * w.events.size());
+        assertEquals(List.of(), verdicts(w, new DiskHistory()).stream().filter(v -> !v.equals("queue_ramp info")).toList());
+    }
+
+    @Test
+    void aSlowerModeOfLargerIosIsAMixOfSizesNotRetries() throws Exception {
+        // One reader: 4 KiB reads in about a millisecond, and one in ten of 1 MiB, 4 ms more
+        // to transfer: the gap of one 15k rpm revolution, but every slow read is a large one.
+        SerialDisk disk = new SerialDisk("sdn", true);
+        long atNs = SerialDisk.WINDOW_START_NS;
+        while (atNs < SerialDisk.WINDOW_START_NS + SerialDisk.WINDOW_NS) {
+            boolean large = random.nextDouble() < 0.1;
+            atNs = disk.submit("R", large ? 1 << 20 : 4096, atNs, uniform(0.8, 1.4) + (large ? REVOLUTION_15K_MS : 0)).completeNs;
+        }
+        assertEquals(List.of(), verdicts(disk.window(), new DiskHistory()));
+    }
+
+    @Test
+    void flashIsNotJudgedForRetries() throws Exception {
+        // Writes taken by the drive's cache in 70 us, a quarter of them waiting 1 ms for a
+        // program: two modes, no revolution, nothing a flash retry would show.
+        DiskWindow w = new SerialDisk("nvme2n1", false).closedLoop(1, "W", 4096,
+                () -> random.nextDouble() < 0.25 ? uniform(1.0, 1.1) : uniform(0.06, 0.08)).window();
+        assertEquals(List.of(), verdicts(w, new DiskHistory()));
+    }
+
+    @Test
+    void nvmeWritesSubmittedInBurstsAreHealthy() throws Exception {
+        // Each second 900 writes submitted within 16 ms, none waiting for another (the
+        // drive's parallelism is deeper than the burst): 70 us into its cache, a quarter
+        // 1 ms for a program. Two modes of service at a queue of dozens, nothing failing.
+        SerialDisk disk = new SerialDisk("nvme4n1", false, 256);
+        for (int second = 0; second < 10; second++) {
+            long burstNs = SerialDisk.WINDOW_START_NS + second * 1_000_000_000L;
+            for (int i = 0; i < 900; i++) {
+                disk.submit("W", 4096, burstNs + i * 16 * SerialDisk.MS_NS / 900,
+                        random.nextDouble() < 0.25 ? uniform(1.0, 1.1) : uniform(0.06, 0.08));
+            }
+        }
+        DiskWindow w = disk.window();
+        assertTrue(w.events.stream().mapToLong(e -> e.inflight).max().orElse(0) > 8);
+        assertEquals(List.of(), verdicts(w, new DiskHistory()).stream().filter(v -> !v.equals("queue_ramp info")).toList());
     }
 
     @Test
@@ -204,6 +285,60 @@ class DetectorsTest {
         assertEquals(List.of("saturation info"), verdicts(flashAtDepth(32, 0.4, 4), h));
         assertEquals(List.of("saturation warning"), verdicts(flashAtDepth(128, 1.5, 5), h));
         assertEquals(List.of(), verdicts(flashAtDepth(128, 1.6, 6), h), "one anomaly per level, not per window");
+    }
+
+    @Test
+    void findsSaturationOnARampWhoseStepsStraddleWindows() throws Exception {
+        // Depth 1, 4, 32, 128, 15 s each: only the first window is at depth one throughout.
+        // An NVMe drive past its knee of about 8: 94 us at depth 1, about 16x at 128.
+        DiskHistory h = new DiskHistory();
+        List<String> found = new java.util.ArrayList<>();
+        int[] steps = {1, 4, 32, 128};
+        for (int window = 0; window < 6; window++) {
+            int[] depthEachSecond = new int[10];
+            for (int s = 0; s < 10; s++) {
+                depthEachSecond[s] = steps[Math.min(steps.length - 1, (window * 10 + s) / 15)];
+            }
+            found.addAll(verdicts(flashRamp(depthEachSecond, window), h));
+        }
+        assertEquals(0.094, h.qd1LatencyUs / 1000, 0.01);
+        assertEquals(List.of("saturation info", "saturation warning"), found);
+    }
+
+    /**
+     * A window of an NVMe drive held at the given depth each second (closed loop): its
+     * histograms count every I/O, its events are a 1-in-64 sample that knows each one's depth.
+     */
+    private DiskWindow flashRamp(int[] depthEachSecond, int windowIndex) {
+        long startNs = SerialDisk.WINDOW_START_NS + windowIndex * SerialDisk.WINDOW_NS;
+        DiskWindow w = new SerialDisk("nvme3n1", false).window(startNs);
+        OpLatency op = w.op("R");
+        for (int s = 0; s < depthEachSecond.length; s++) {
+            int depth = depthEachSecond[s];
+            double latencyMs = 0.094 * Math.max(1, depth / 8.0);
+            long ios = Math.round(depth * 1000 / latencyMs);
+            for (long i = 0; i < ios; i++) {
+                long us = Math.round(latencyMs * 1000 * uniform(0.9, 1.1));
+                op.device.add(us, 1);
+                if (i % 64 == 0) {
+                    io.iopipe.jobs.records.IoEvent e = new io.iopipe.jobs.records.IoEvent();
+                    e.op = "R";
+                    e.bytes = 4096;
+                    e.issueNs = startNs + s * 1_000_000_000L + i * 1_000_000_000L / ios;
+                    e.completeNs = e.issueNs + us * 1000;
+                    e.inflight = depth;
+                    e.sampleReason = "uniform";
+                    e.sampleWeight = 64;
+                    w.events.add(e);
+                }
+            }
+            w.iostat.readsCompleted += ios;
+            w.iostat.sectorsRead += ios * 8;
+            w.iostat.readTimeMs += Math.round(ios * latencyMs);
+            w.iostat.weightedIoTimeMs += depth * 1000L;
+            w.iostat.ioTimeMs += 1000;
+        }
+        return w;
     }
 
     /** A window of an SSD with `depth` I/Os in flight throughout, each taking about latencyMs. */

@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.PriorityQueue;
 
 /**
- * A device serving one I/O at a time in arrival order, for building the windows
- * detectors see: every I/O becomes an event, the kernel-style histogram and the
- * diskstats sums of the window, integrated as the kernel does.
+ * A device serving one I/O at a time in arrival order (or `units` at a time, as flash
+ * does), for building the windows detectors see: every I/O becomes an event, the
+ * kernel-style histogram and the diskstats sums of the window, integrated as the kernel does.
  */
 final class SerialDisk {
     static final long WINDOW_START_NS = 1_763_700_000_000_000_000L;
@@ -19,14 +19,22 @@ final class SerialDisk {
     private final boolean rotational;
     private final List<IoEvent> ios = new ArrayList<>();
     private final PriorityQueue<Long> inDevice = new PriorityQueue<>();
-    private long freeAtNs = WINDOW_START_NS;
+    /** When each unit is next free. */
+    private final PriorityQueue<Long> unitsFreeAtNs = new PriorityQueue<>();
 
     SerialDisk(String disk, boolean rotational) {
-        this.disk = disk;
-        this.rotational = rotational;
+        this(disk, rotational, 1);
     }
 
-    /** Dispatches one I/O at `atNs`; it completes after those ahead of it and its own service time. */
+    SerialDisk(String disk, boolean rotational, int units) {
+        this.disk = disk;
+        this.rotational = rotational;
+        for (int i = 0; i < units; i++) {
+            unitsFreeAtNs.add(WINDOW_START_NS);
+        }
+    }
+
+    /** Dispatches one I/O at `atNs`; it completes after those ahead of it hold the units, and its own service time. */
     IoEvent submit(String op, long bytes, long atNs, double serviceMs) {
         while (!inDevice.isEmpty() && inDevice.peek() <= atNs) {
             inDevice.poll();
@@ -38,12 +46,12 @@ final class SerialDisk {
         e.bytes = bytes;
         e.sector = ios.size() * 64L;
         e.issueNs = atNs;
-        e.completeNs = Math.max(atNs, freeAtNs) + (long) (serviceMs * MS_NS);
+        e.completeNs = Math.max(atNs, unitsFreeAtNs.poll()) + (long) (serviceMs * MS_NS);
         e.inflight = inDevice.size() + 1;
         e.comm = "test";
         e.sampleReason = "all";
         e.sampleWeight = 1;
-        freeAtNs = e.completeNs;
+        unitsFreeAtNs.add(e.completeNs);
         inDevice.add(e.completeNs);
         ios.add(e);
         return e;
