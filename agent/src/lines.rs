@@ -3,6 +3,8 @@
 use std::fmt;
 
 /// A line that could not be parsed, with its 1-based line number and the input it came from.
+/// The line and the reason (which may quote a field) are kept as excerpts: a malformed
+/// input may be one line of megabytes, and every error is printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineError {
     pub input: String,
@@ -11,10 +13,25 @@ pub struct LineError {
     pub line: String,
 }
 
+/// How much of a malformed line (or of a reason quoting it) an error keeps.
+pub const EXCERPT_BYTES: usize = 200;
+
 impl LineError {
     pub fn new(input: &str, line_no: usize, reason: impl Into<String>, line: &str) -> Self {
-        LineError { input: input.to_string(), line_no, reason: reason.into(), line: line.to_string() }
+        LineError { input: input.to_string(), line_no, reason: excerpt(&reason.into()), line: excerpt(line) }
     }
+}
+
+/// The text itself when short, else its first EXCERPT_BYTES (cut at a character) and how long it was.
+pub fn excerpt(text: &str) -> String {
+    if text.len() <= EXCERPT_BYTES {
+        return text.to_string();
+    }
+    let mut end = EXCERPT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes in all)", &text[..end], text.len())
 }
 
 impl fmt::Display for LineError {
@@ -46,7 +63,17 @@ pub fn scaled(text: &str, scale: u32) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::scaled;
+    use super::{scaled, LineError, EXCERPT_BYTES};
+
+    #[test]
+    fn a_huge_malformed_line_is_kept_as_an_excerpt() {
+        let line = "é".repeat(5_000_000); // 10 MB, two bytes a character
+        let error = LineError::new("capture.txt", 3, format!("not a number: {line:?}"), &line);
+        let shown = error.to_string();
+        assert!(shown.len() < 3 * EXCERPT_BYTES, "{} bytes", shown.len());
+        assert!(shown.contains("(10000000 bytes in all)"), "{shown}");
+        assert!(shown.starts_with("capture.txt line 3: not a number: "), "{shown}");
+    }
 
     #[test]
     fn decimals_scale_exactly() {

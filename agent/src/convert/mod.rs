@@ -103,11 +103,27 @@ pub fn convert(format: Format, input_name: &str, text: &str, ctx: &Context) -> R
             Err(reason) => bad_lines.push(LineError::new(input_name, index + 1, reason, line)),
         }
     }
+    if ios.is_empty() {
+        return Err(nothing_converted(format, input_name, text.lines().count(), &bad_lines, parser.unmatched()));
+    }
     if ctx.host.is_none() && ios.iter().any(|io| io.host.is_none()) {
         return Err(format!("{input_name} does not say which host it was captured on: pass --host"));
     }
     let events = into_records(ios, parser.clock(), ctx);
     Ok(Conversion { events, bad_lines, other_lines, unmatched: parser.unmatched() })
+}
+
+/// Why a capture gave no I/O at all, and the likely fix: it was made by another tool.
+fn nothing_converted(format: Format, input_name: &str, lines: usize, bad_lines: &[LineError], unmatched: usize) -> String {
+    let tool = clap::ValueEnum::to_possible_value(&format).map_or_else(String::new, |v| v.get_name().to_string());
+    let mut why = format!("{input_name}: no I/O converted from its {lines} lines as {tool} output");
+    if let Some(first) = bad_lines.first() {
+        why += &format!("; {} malformed, the first at line {}: {}", bad_lines.len(), first.line_no, first.reason);
+    }
+    if unmatched > 0 {
+        why += &format!("; {unmatched} I/Os incomplete in the capture");
+    }
+    why + ": check that --from names the tool that made it"
 }
 
 fn into_records(mut ios: Vec<CapturedIo>, clock: Clock, ctx: &Context) -> Vec<EventRecord> {

@@ -72,10 +72,13 @@ fn blkparse_splits_queue_time_from_device_time() {
 
 #[test]
 fn blkparse_counts_completions_whose_dispatch_predates_the_trace() {
-    let text = "8,32 0 1 0.1 0 C R 500 + 8 [0]\n8,32 0 2 0.2 7 D W 9 + 8 [x]\n";
+    let incomplete = "8,32 0 1 0.1 0 C R 500 + 8 [0]\n8,32 0 2 0.2 7 D W 9 + 8 [x]\n";
+    let whole = "8,32 0 3 0.3 7 D R 100 + 8 [x]\n8,32 0 4 0.4 0 C R 100 + 8 [0]\n";
     let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
-    let c = convert(Format::Blkparse, "t", text, &ctx).unwrap();
-    assert_eq!((c.events.len(), c.unmatched), (0, 2), "one completion without dispatch, one dispatch never completed");
+    let c = convert(Format::Blkparse, "t", &format!("{incomplete}{whole}"), &ctx).unwrap();
+    assert_eq!((c.events.len(), c.unmatched), (1, 2), "one completion without dispatch, one dispatch never completed");
+    let err = convert(Format::Blkparse, "t", incomplete, &ctx).err().unwrap();
+    assert!(err.contains("2 I/Os incomplete in the capture"), "{err}");
 }
 
 #[test]
@@ -101,9 +104,22 @@ fn iosnoop_with_timestamps_converts_and_reports_the_bad_line() {
 fn iosnoop_without_timestamps_is_refused_with_the_fix() {
     let text = "COMM         PID    TYPE DEV      BLOCK        BYTES     LATms\nsupervise 1809 W 202,1 17039600 4096 0.62\n";
     let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
-    let c = convert(Format::Iosnoop, "t", text, &ctx).unwrap();
-    assert!(c.events.is_empty());
-    assert!(c.bad_lines[0].reason.contains("iosnoop -ts"), "{}", c.bad_lines[0].reason);
+    let err = convert(Format::Iosnoop, "t", text, &ctx).err().unwrap();
+    assert!(err.contains("iosnoop -ts"), "{err}");
+}
+
+#[test]
+fn a_capture_of_another_tool_converts_nothing_and_says_to_check_from() {
+    let path = crate::manifest_dir().join("tests/fixtures/captures/biosnoop-dusty-disk.txt");
+    let text = std::fs::read_to_string(path).unwrap();
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    for format in [Format::Blkparse, Format::Iosnoop, Format::MsrCsv] {
+        let err = convert(format, "biosnoop-dusty-disk.txt", &text, &ctx).err().unwrap();
+        assert!(err.starts_with("biosnoop-dusty-disk.txt: no I/O converted from its"), "{err}");
+        assert!(err.ends_with("check that --from names the tool that made it"), "{err}");
+    }
+    let err = convert(Format::Biosnoop, "empty.txt", "", &ctx).err().unwrap();
+    assert!(err.contains("no I/O converted from its 0 lines as biosnoop output"), "{err}");
 }
 
 #[test]
