@@ -108,8 +108,9 @@ public final class BimodalRetries {
             return depth >= Math.max(DEEPER_QUEUE_RATIO * main.depth, main.depth + 1);
         }
 
+        /** False where the main mode's size is unknown or nothing (flushes carry no data). */
         boolean largerThan(ModeIos main) {
-            return bytes >= LARGER_IOS_RATIO * main.bytes;
+            return main.bytes > 0 && bytes >= LARGER_IOS_RATIO * main.bytes;
         }
     }
 
