@@ -16,15 +16,17 @@ import java.util.Optional;
  *
  * <p>A slower mode is retries only when nothing else explains it. Device time (D2C)
  * already leaves out the host's queue (Q2C minus D2C); the drive's own queue it does not:
- * I/Os dispatched behind a burst wait there, so a slower mode whose I/Os were dispatched
- * at a deeper queue than the main mode's is queueing, while retries strike at whatever
- * depth the disk runs at. Likewise a slower mode of larger I/Os is a mix of sizes.
+ * I/Os dispatched behind a burst wait there. Retries strike at whatever depth the disk
+ * runs at, so the slower mode persists among the I/Os dispatched no deeper than the main
+ * mode's; waiting needs a queue, so among those it all but vanishes. Likewise a slower
+ * mode of larger I/Os is a mix of sizes.
  *
- * <p>Only rotational disks: flash has no revolutions. Its retry (a NAND read re-sensed at
- * shifted thresholds, then soft-decision decoding) adds tens of microseconds per step to
- * reads, the same order as its program, erase and garbage-collection stalls, so without
- * the drive's own counters a slower flash mode cannot be told from those. A flash drive
- * slowed by retries shows in its service time against its class and its own history.
+ * <p>Not on flash: it has no revolutions. Its retry (a NAND read re-sensed at shifted
+ * thresholds, then soft-decision decoding) adds tens of microseconds per step to reads,
+ * the same order as its program, erase and garbage-collection stalls, so without the
+ * drive's own counters a slower flash mode cannot be told from those. A flash drive
+ * slowed by retries shows in its service time against its class and its own history. A
+ * disk whose class is unknown (no diskstats) is judged without the revolutions.
  */
 public final class BimodalRetries {
     /** I/Os needed in a window for a shape to mean anything. */
@@ -54,13 +56,14 @@ public final class BimodalRetries {
      */
     static final double MIN_MEDIA_ACCESS_US = 500;
     /**
-     * A slower mode is dispatched deeper than the main one when its I/Os had, on average,
-     * at least this many times the main mode's requests in flight ahead of and with them,
-     * and at least one more: waiting behind them accounts for its latency.
+     * Among the I/Os dispatched no deeper than the main mode's typical one, a slower mode
+     * made by waiting holds less than this fraction of its share of all the I/Os.
      */
-    static final double DEEPER_QUEUE_RATIO = 2.0;
+    static final double SHALLOW_SHARE_FRACTION = 0.5;
     /** A slower mode whose I/Os are this many times larger on average is a mix of sizes. */
     static final double LARGER_IOS_RATIO = 2.0;
+    /** Events a mode (or the shallow I/Os) needs before what they say of it counts. */
+    static final int MIN_EVENTS = 10;
 
     private BimodalRetries() {}
 
@@ -79,33 +82,22 @@ public final class BimodalRetries {
 
     /**
      * What the window's events say of one mode's I/Os: the mean depth at dispatch (the
-     * I/O counted) and the mean size, each weighted by sample_weight; NaN where no event
-     * of the mode knows it.
+     * I/O counted) and the mean size, each weighted by sample_weight; NaN where fewer than
+     * MIN_EVENTS events of the mode know it.
      */
     record ModeIos(double depth, double bytes) {
         static ModeIos of(Shape shape, Mode mode, List<IoEvent> events) {
-            double depthSum = 0;
-            double depthWeight = 0;
-            double bytesSum = 0;
-            double weight = 0;
+            Mean depth = new Mean();
+            Mean bytes = new Mean();
             for (IoEvent e : events) {
-                int bin = shape.binOf(e.deviceNs() / 1000.0);
-                if (bin < mode.fromBin() || bin > mode.toBin()) {
-                    continue;
-                }
-                bytesSum += e.sampleWeight * e.bytes;
-                weight += e.sampleWeight;
-                if (e.inflight > 0) {
-                    depthSum += e.sampleWeight * e.inflight;
-                    depthWeight += e.sampleWeight;
+                if (shape.in(mode, e)) {
+                    bytes.add(e.bytes, e.sampleWeight);
+                    if (e.inflight > 0) {
+                        depth.add(e.inflight, e.sampleWeight);
+                    }
                 }
             }
-            return new ModeIos(depthWeight == 0 ? Double.NaN : depthSum / depthWeight, weight == 0 ? Double.NaN : bytesSum / weight);
-        }
-
-        /** NaN-safe: false when either side is unknown. */
-        boolean deeperThan(ModeIos main) {
-            return depth >= Math.max(DEEPER_QUEUE_RATIO * main.depth, main.depth + 1);
+            return new ModeIos(depth.value(), bytes.value());
         }
 
         /** False where the main mode's size is unknown or nothing (flushes carry no data). */
@@ -114,9 +106,63 @@ public final class BimodalRetries {
         }
     }
 
+    /** A weighted mean of at least MIN_EVENTS values, else NaN. */
+    private static final class Mean {
+        double sum;
+        double weight;
+        int n;
+
+        void add(double value, double w) {
+            sum += w * value;
+            weight += w;
+            n++;
+        }
+
+        double value() {
+            return n < MIN_EVENTS ? Double.NaN : sum / weight;
+        }
+    }
+
+    /**
+     * Whether the slower mode is waiting: among the events dispatched no deeper than the
+     * main mode's mean depth, its share (weighted by sample_weight) falls below
+     * SHALLOW_SHARE_FRACTION of its share among all. False when the events cannot tell.
+     */
+    static boolean madeByWaiting(Shape shape, Mode main, Mode slower, List<IoEvent> events) {
+        double mainDepth = ModeIos.of(shape, main, events).depth();
+        if (Double.isNaN(mainDepth)) {
+            return false;
+        }
+        long shallowest = Math.max(1, Math.round(mainDepth));
+        double all = 0;
+        double slowAll = 0;
+        double shallow = 0;
+        double slowShallow = 0;
+        int shallowEvents = 0;
+        for (IoEvent e : events) {
+            boolean isMain = shape.in(main, e);
+            boolean isSlow = shape.in(slower, e);
+            if (e.inflight <= 0 || !(isMain || isSlow)) {
+                continue;
+            }
+            all += e.sampleWeight;
+            slowAll += isSlow ? e.sampleWeight : 0;
+            if (e.inflight <= shallowest) {
+                shallow += e.sampleWeight;
+                slowShallow += isSlow ? e.sampleWeight : 0;
+                shallowEvents++;
+            }
+        }
+        if (shallowEvents < MIN_EVENTS || slowAll == 0) {
+            return false;
+        }
+        return slowShallow / shallow < SHALLOW_SHARE_FRACTION * (slowAll / all);
+    }
+
     /** Whether the slower mode's I/Os say what it is instead of retries: waiting, or larger I/Os. */
-    static boolean explainedOtherwise(ModeIos main, ModeIos slower) {
-        return slower.deeperThan(main) || slower.largerThan(main);
+    static boolean explainedOtherwise(Shape shape, Mode main, Mode slower, List<IoEvent> events) {
+        return madeByWaiting(shape, main, slower, events)
+                || ModeIos.of(shape, slower, events).largerThan(ModeIos.of(shape, main, events));
     }
 
     public static Optional<Finding> examine(DiskWindow w) {
@@ -131,7 +177,8 @@ public final class BimodalRetries {
 
     static Optional<Finding> examineOp(DiskWindow w, String op) {
         OpLatency latency = w.ops.get(op);
-        if (!w.rotational() || latency == null || latency.count() < MIN_IOS) {
+        boolean flash = w.hasIostat() && !w.iostat.rotational;
+        if (flash || latency == null || latency.count() < MIN_IOS) {
             return Optional.empty();
         }
         List<IoEvent> every = w.fullCapture(op);
@@ -141,7 +188,7 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         Mode main = modes.stream().max((a, b) -> Double.compare(a.weight(), b.weight())).orElseThrow();
-        if (main.medianUs() < MIN_MEDIA_ACCESS_US) {
+        if (w.rotational() && main.medianUs() < MIN_MEDIA_ACCESS_US) {
             return Optional.empty();
         }
         double depth = w.depth();
@@ -155,7 +202,7 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         List<IoEvent> events = w.events.stream().filter(e -> e.op.equals(op)).toList();
-        if (explainedOtherwise(ModeIos.of(shape, main, events), ModeIos.of(shape, retries, events))) {
+        if (explainedOtherwise(shape, main, retries, events)) {
             return Optional.empty();
         }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
@@ -173,19 +220,21 @@ public final class BimodalRetries {
         evidence.put("gap_ms", Evidence.round(gapMs));
         evidence.put("resolution", every.isEmpty() ? "log2 histogram" : "every I/O");
         String revolutions = "";
-        ArrayNode matches = evidence.putArray("whole_revolutions");
-        for (int rpm : COMMON_RPMS) {
-            double revolutionMs = 60_000.0 / rpm;
-            long k = Math.round(gapMs / revolutionMs);
-            if (k >= 1 && Math.abs(gapMs / revolutionMs - k) <= REVOLUTION_TOLERANCE) {
-                matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs));
-                revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";
+        if (w.rotational()) {
+            ArrayNode matches = evidence.putArray("whole_revolutions");
+            for (int rpm : COMMON_RPMS) {
+                double revolutionMs = 60_000.0 / rpm;
+                long k = Math.round(gapMs / revolutionMs);
+                if (k >= 1 && Math.abs(gapMs / revolutionMs - k) <= REVOLUTION_TOLERANCE) {
+                    matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs));
+                    revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";
+                }
             }
         }
         String summary = String.format("%s latency is bimodal: %.0f%% at %.2f ms, %.0f%% at %.2f ms; gap %.2f ms%s",
                 op, 100 * main.weight() / total, main.medianUs() / 1000, 100 * retries.weight() / total,
                 retries.medianUs() / 1000, gapMs,
-                revolutions.isEmpty() ? " (not a whole number of revolutions at a common rpm)"
+                revolutions.isEmpty() ? (w.rotational() ? " (not a whole number of revolutions at a common rpm)" : "")
                         : " = " + revolutions + " revolution(s): retries");
         return Optional.of(new Finding(Finding.Kind.BIMODAL_RETRIES, Finding.Severity.WARNING, summary, evidence,
                 Finding.HealthEffect.SUSPECT));
@@ -242,6 +291,12 @@ public final class BimodalRetries {
 
         static double log2(double us) {
             return Math.log(Math.max(1.0, us)) / Math.log(2);
+        }
+
+        /** Whether the event's device time falls in the mode's bins. */
+        boolean in(Mode mode, IoEvent e) {
+            int bin = binOf(e.deviceNs() / 1000.0);
+            return bin >= mode.fromBin() && bin <= mode.toBin();
         }
 
         /** The bin a latency falls in, as the I/Os were binned; -1 outside the shape. */

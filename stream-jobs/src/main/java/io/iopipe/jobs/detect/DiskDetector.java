@@ -82,6 +82,9 @@ public final class DiskDetector {
                     FailingDisk.serviceMs(w), SERVICE_BASELINE_ALPHA);
             h.serviceBaselineWindows++;
         }
-        Saturation.learn(w, h);
+        // In a saturated window an I/O dispatched alone is soon joined by others that slow it.
+        if (findings.stream().noneMatch(f -> f.kind() == Finding.Kind.SATURATION)) {
+            Saturation.learn(w, h);
+        }
     }
 }

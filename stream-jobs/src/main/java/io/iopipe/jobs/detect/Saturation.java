@@ -78,16 +78,17 @@ public final class Saturation {
     }
 
     /**
-     * Mean device time of the window's events dispatched with no other request in flight,
-     * weighted by sample_weight (outliers kept one by one weigh one, a 1-in-N sample N);
-     * NaN with fewer than MIN_DEPTH_ONE_EVENTS of them.
+     * Mean device time of the window's reads and writes dispatched with no other request
+     * in flight, weighted by sample_weight (outliers kept one by one weigh one, a 1-in-N
+     * sample N); NaN with fewer than MIN_DEPTH_ONE_EVENTS of them. Flushes and discards
+     * are not the data I/Os whose latency a depth stretches.
      */
     static double depthOneLatencyUs(DiskWindow w) {
         double sumUs = 0;
         double weight = 0;
         int events = 0;
         for (var e : w.events) {
-            if (e.inflight == 1) {
+            if (e.inflight == 1 && ("R".equals(e.op) || "W".equals(e.op))) {
                 sumUs += e.sampleWeight * e.deviceNs() / 1000.0;
                 weight += e.sampleWeight;
                 events++;

@@ -134,16 +134,17 @@ class DetectorsTest {
 
     @Test
     void readsQueuedBehindBurstsOnAnHddAreWaitingNotRetries() throws Exception {
-        // One reader at a time served in 0.6-1.2 ms, and every 0.4 s a burst of 12 reads
-        // dispatched together, each a 5-9 ms media access: those behind the first wait in
-        // the drive's queue, 10-100 ms, in clusters. Their mode is one of depth.
+        // One reader at a time served in 0.6-1.2 ms, and every 0.4 s a burst of 12 reads of
+        // the same size dispatched together, each a 5-9 ms media access: those behind the
+        // first wait in the drive's queue, 10-100 ms, in clusters. Among the I/Os dispatched
+        // as shallow as the reader's, that mode all but vanishes: it is one of depth.
         SerialDisk disk = new SerialDisk("sdm", true);
         long nextBurstNs = SerialDisk.WINDOW_START_NS + 200 * SerialDisk.MS_NS;
         long readerAtNs = SerialDisk.WINDOW_START_NS;
         while (readerAtNs < SerialDisk.WINDOW_START_NS + SerialDisk.WINDOW_NS) {
             if (nextBurstNs <= readerAtNs) {
                 for (int i = 0; i < 12; i++) {
-                    disk.submit("R", 65536, nextBurstNs + i * 50_000L, uniform(5, 9));
+                    disk.submit("R", 4096, readerAtNs, uniform(5, 9));
                 }
                 nextBurstNs += 400 * SerialDisk.MS_NS;
                 continue;
@@ -153,6 +154,25 @@ class DetectorsTest {
         DiskWindow w = disk.window();
         assertTrue(w.events.stream().filter(e -> e.deviceNs() > 10 * SerialDisk.MS_NS).count() > 0.03 * w.events.size());
         assertEquals(List.of(), verdicts(w, new DiskHistory()).stream().filter(v -> !v.equals("queue_ramp info")).toList());
+    }
+
+    @Test
+    void retriesUnderAQueueAreStillRetries() throws Exception {
+        // Reads arriving at random, one every 6 ms on average, on a 15k rpm disk that
+        // retries one in ten a revolution later: reads that arrive meanwhile wait behind the
+        // retry, slow and deeper, but the retried reads themselves were dispatched at the
+        // disk's usual depth, so the slower mode stays among those.
+        SerialDisk disk = new SerialDisk("sdp", true);
+        long atNs = SerialDisk.WINDOW_START_NS;
+        while (atNs < SerialDisk.WINDOW_START_NS + SerialDisk.WINDOW_NS) {
+            double ms = uniform(0.8, 1.4);
+            disk.submit("R", 8192, atNs, random.nextDouble() < 0.1 ? ms + REVOLUTION_15K_MS : ms);
+            atNs += (long) (-Math.log(1 - random.nextDouble()) * 6 * SerialDisk.MS_NS);
+        }
+        DiskWindow w = disk.window();
+        assertTrue(w.events.stream().filter(e -> e.inflight > 1).count() > 0.05 * w.events.size(), "a queue forms");
+        List<String> found = verdicts(w, new DiskHistory());
+        assertTrue(found.contains("bimodal_retries warning"), found.toString());
     }
 
     @Test
