@@ -128,8 +128,7 @@ public final class BimodalRetries {
      * main mode's mean depth, its share (weighted by sample_weight) falls below
      * SHALLOW_SHARE_FRACTION of its share among all. False when the events cannot tell.
      */
-    static boolean madeByWaiting(Shape shape, Mode main, Mode slower, List<IoEvent> events) {
-        double mainDepth = ModeIos.of(shape, main, events).depth();
+    static boolean madeByWaiting(Shape shape, Mode main, double mainDepth, Mode slower, List<IoEvent> events) {
         if (Double.isNaN(mainDepth)) {
             return false;
         }
@@ -161,8 +160,9 @@ public final class BimodalRetries {
 
     /** Whether the slower mode's I/Os say what it is instead of retries: waiting, or larger I/Os. */
     static boolean explainedOtherwise(Shape shape, Mode main, Mode slower, List<IoEvent> events) {
-        return madeByWaiting(shape, main, slower, events)
-                || ModeIos.of(shape, slower, events).largerThan(ModeIos.of(shape, main, events));
+        ModeIos mainIos = ModeIos.of(shape, main, events);
+        return madeByWaiting(shape, main, mainIos.depth(), slower, events)
+                || ModeIos.of(shape, slower, events).largerThan(mainIos);
     }
 
     public static Optional<Finding> examine(DiskWindow w) {

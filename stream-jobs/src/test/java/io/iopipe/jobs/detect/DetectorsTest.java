@@ -25,6 +25,12 @@ class DetectorsTest {
         return lo + random.nextDouble() * (hi - lo);
     }
 
+    /** A 15k rpm disk's service time, 0.8-1.4 ms, one read in ten retried a revolution later. */
+    private double retriedOneInTenOn15k() {
+        double ms = uniform(0.8, 1.4);
+        return random.nextDouble() < 0.1 ? ms + REVOLUTION_15K_MS : ms;
+    }
+
     private static List<String> verdicts(DiskWindow w, DiskHistory h) throws Exception {
         return DiskDetector.onWindow(w, h).stream().map(DetectorsTest::verdict).toList();
     }
@@ -57,10 +63,7 @@ class DetectorsTest {
 
     @Test
     void findsRetriesOneRevolutionApartOnA15kRpmDisk() throws Exception {
-        DiskWindow w = new SerialDisk("sde", true).closedLoop(1, "R", 8192, () -> {
-            double ms = uniform(0.8, 1.4);
-            return random.nextDouble() < 0.1 ? ms + REVOLUTION_15K_MS : ms;
-        }).window();
+        DiskWindow w = new SerialDisk("sde", true).closedLoop(1, "R", 8192, this::retriedOneInTenOn15k).window();
         List<OutputRecord> out = DiskDetector.onWindow(w, new DiskHistory());
         assertEquals(List.of("bimodal_retries warning", "health healthy -> suspect"), out.stream().map(DetectorsTest::verdict).toList());
         JsonNode anomaly = Json.parseObject(out.get(0).json);
@@ -73,10 +76,7 @@ class DetectorsTest {
 
     @Test
     void theEvidenceOfAnOpListsOnlyItsOwnWorstEvents() throws Exception {
-        DiskWindow w = new SerialDisk("sdo", true).closedLoop(1, "R", 8192, () -> {
-            double ms = uniform(0.8, 1.4);
-            return random.nextDouble() < 0.1 ? ms + REVOLUTION_15K_MS : ms;
-        }).window();
+        DiskWindow w = new SerialDisk("sdo", true).closedLoop(1, "R", 8192, this::retriedOneInTenOn15k).window();
         io.iopipe.jobs.records.IoEvent slowWrite = new io.iopipe.jobs.records.IoEvent();
         slowWrite.op = "W";
         slowWrite.issueNs = BURST_START_NS;
@@ -165,8 +165,7 @@ class DetectorsTest {
         SerialDisk disk = new SerialDisk("sdp", true);
         long atNs = SerialDisk.WINDOW_START_NS;
         while (atNs < SerialDisk.WINDOW_START_NS + SerialDisk.WINDOW_NS) {
-            double ms = uniform(0.8, 1.4);
-            disk.submit("R", 8192, atNs, random.nextDouble() < 0.1 ? ms + REVOLUTION_15K_MS : ms);
+            disk.submit("R", 8192, atNs, retriedOneInTenOn15k());
             atNs += (long) (-Math.log(1 - random.nextDouble()) * 6 * SerialDisk.MS_NS);
         }
         DiskWindow w = disk.window();
