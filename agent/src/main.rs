@@ -329,19 +329,17 @@ const SHOWN_BAD_LINES: usize = 20;
 
 fn convert_capture(args: ConvertArgs) -> Result<()> {
     let bytes = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    if args.from == convert::Format::Perseus {
+        return convert_telemetry(&args, &String::from_utf8_lossy(&bytes));
+    }
     let start_ns = match args.start_ns {
         Some(ns) => ns,
         None => modification_time_ns(&args.file)?,
     };
     let ctx = convert::Context { host: args.host.clone(), disk: args.disk.clone(), start_ns };
-    let name = args.file.file_name().map_or_else(|| args.file.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = file_name(&args.file);
     let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
-    for bad in conversion.bad_lines.iter().take(SHOWN_BAD_LINES) {
-        eprintln!("iopipe-agent: skipped {bad}");
-    }
-    if conversion.bad_lines.len() > SHOWN_BAD_LINES {
-        eprintln!("iopipe-agent: ... and {} more malformed lines", conversion.bad_lines.len() - SHOWN_BAD_LINES);
-    }
+    report_bad_lines(&conversion.bad_lines);
     let topic = topics::topic_for(EVENT_SCHEMA);
     let mut sink = args.out.sink()?;
     for event in &conversion.events {
@@ -357,6 +355,40 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
         sink.summary()
     );
     closed
+}
+
+/// Telemetry of a host's drives becomes its windows; the file's own times are absolute.
+fn convert_telemetry(args: &ConvertArgs, text: &str) -> Result<()> {
+    let name = file_name(&args.file);
+    let host = args.host.as_deref().with_context(|| format!("{name} does not say which host its drives are in: pass --host"))?;
+    let conversion = convert::perseus::convert(&name, text, host).map_err(anyhow::Error::msg)?;
+    report_bad_lines(&conversion.bad_lines);
+    let topic = topics::topic_for(convert::perseus::WINDOW_SCHEMA);
+    let mut sink = args.out.sink()?;
+    for window in &conversion.windows {
+        sink.send(&topic, &window.key(), &serde_json::to_string(window)?)?;
+    }
+    let closed = sink.close();
+    eprintln!(
+        "iopipe-agent: {name}: {} windows, {} malformed lines skipped; {}",
+        conversion.windows.len(),
+        conversion.bad_lines.len(),
+        sink.summary()
+    );
+    closed
+}
+
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn report_bad_lines(bad_lines: &[lines::LineError]) {
+    for bad in bad_lines.iter().take(SHOWN_BAD_LINES) {
+        eprintln!("iopipe-agent: skipped {bad}");
+    }
+    if bad_lines.len() > SHOWN_BAD_LINES {
+        eprintln!("iopipe-agent: ... and {} more malformed lines", bad_lines.len() - SHOWN_BAD_LINES);
+    }
 }
 
 fn modification_time_ns(path: &std::path::Path) -> Result<u64> {

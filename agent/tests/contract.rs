@@ -142,6 +142,22 @@ fn every_converted_event_validates_against_the_schema() {
 }
 
 #[test]
+fn converted_telemetry_windows_validate_against_the_schema() {
+    let validator = validator("io.window.v1");
+    let (records, stderr, ok) = convert_fixture("perseus", "perseus-host.csv", &["--host", "a22"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(records.len(), 4, "{stderr}");
+    for record in &records {
+        let errors: Vec<String> = validator.iter_errors(record).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{record}: {errors:?}");
+    }
+    assert!(stderr.contains("perseus-host.csv line 3: latency is NA"), "{stderr}");
+    assert!(stderr.contains("4 windows, 1 malformed lines skipped"), "{stderr}");
+    let (_, stderr, ok) = convert_fixture("perseus", "perseus-host.csv", &[]);
+    assert!(!ok && stderr.contains("pass --host"), "{stderr}");
+}
+
+#[test]
 fn a_capture_with_bad_lines_is_converted_whole_and_the_lines_are_named() {
     let (records, stderr, ok) = convert_fixture("iosnoop", "iosnoop-ts.txt", &["--host", "web-3"]);
     assert!(ok);

@@ -1,12 +1,13 @@
 //! `iopipe-agent convert`: captures made with other tools (biosnoop, blkparse, iosnoop,
-//! MSR-style CSV) become io.event.v1 records, so old evidence replays through the
-//! pipeline. Malformed lines are reported with their numbers and skipped; the rest of
+//! MSR-style CSV) become io.event.v1 records, and fleet telemetry (Perseus-style CSV)
+//! io.window.v1 records, so old evidence replays through the pipeline. Malformed lines are reported with their numbers and skipped; the rest of
 //! the file is always converted.
 
 mod biosnoop;
 mod blkparse;
 mod iosnoop;
 mod msr;
+pub mod perseus;
 
 use crate::lines::LineError;
 use crate::record::{kernel_comm, EventRecord, Op, SampleReason, EVENT_SCHEMA};
@@ -19,6 +20,8 @@ pub enum Format {
     Blkparse,
     Iosnoop,
     MsrCsv,
+    /// Per-drive throughput and mean latency every 15 s: windows, not events (see perseus.rs).
+    Perseus,
 }
 
 /// What a capture's times count from.
@@ -91,6 +94,7 @@ pub fn convert(format: Format, input_name: &str, text: &str, ctx: &Context) -> R
         Format::Blkparse => Box::new(blkparse::Parser::default()),
         Format::Iosnoop => Box::new(iosnoop::Parser::default()),
         Format::MsrCsv => Box::new(msr::Parser),
+        Format::Perseus => return Err(format!("{input_name}: telemetry becomes windows, not events: use perseus::convert")),
     };
     let mut ios = Vec::new();
     let mut bad_lines = Vec::new();

@@ -139,3 +139,56 @@ fn captures_without_a_host_need_one() {
     let err = convert(Format::Biosnoop, "t", "0.1 dd 1 sdb R 8 4096 1.0\n", &ctx).err().unwrap();
     assert!(err.contains("--host"), "{err}");
 }
+
+const PERSEUS: &str = "\"ts\",\"disk_id\",\"throughput\",\"latency\"
+1658149230,\"disk2\",17815204.43,72.13
+1658149215,\"disk1\",17346861.03,69.44
+1658149215,\"disk2\",17346861.03,NA
+1658149230,\"disk1\",20259245.98,77.78
+";
+
+#[test]
+fn perseus_rows_become_throughput_and_latency_windows_in_time_order() {
+    let c = perseus::convert("day.csv", PERSEUS, "a22").unwrap();
+    let order: Vec<(u64, &str)> = c.windows.iter().map(|w| (w.window_end_ns / 1_000_000_000, w.disk.as_str())).collect();
+    assert_eq!(order, [(1658149215, "disk1"), (1658149230, "disk1"), (1658149230, "disk2")]);
+    let w = &c.windows[0];
+    assert_eq!((w.host.as_str(), w.op, w.metrics, w.window_s, w.samples), ("a22", "all", "throughput_latency", 15, 1));
+    assert_eq!(w.window_end_ns - w.window_start_ns, 15_000_000_000);
+    assert!((w.kib_per_s - 17346861.03 / 1024.0).abs() < 1e-6);
+    assert!((w.await_ms - 0.06944).abs() < 1e-9, "latency is µs");
+    assert_eq!(c.bad_lines.len(), 1);
+    assert_eq!((c.bad_lines[0].line_no, c.bad_lines[0].reason.as_str()), (4, "latency is NA: not measured"));
+}
+
+#[test]
+fn perseus_window_serializes_as_the_schema_example_of_its_kind() {
+    let c = perseus::convert("day.csv", PERSEUS, "a22").unwrap();
+    let json: serde_json::Value = serde_json::to_value(&c.windows[0]).unwrap();
+    let example: serde_json::Value = std::fs::read_to_string(crate::manifest_dir().join("../schema/examples/io.window.v1.valid.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|w| w["metrics"] == "throughput_latency")
+        .unwrap();
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(keys(&json), keys(&example));
+}
+
+#[test]
+fn a_file_of_another_format_is_refused_as_perseus_naming_the_fix() {
+    let err = perseus::convert("trace.txt", "TIME(s) COMM PID DISK\n0.1 dd 1 sda\n", "h").err().unwrap();
+    assert!(err.contains("not the header") && err.contains("--from"), "{err}");
+    let err = perseus::convert("day.csv", "ts,disk_id,throughput,latency\n1658149215,disk1,NA,NA\n", "h").err().unwrap();
+    assert!(err.contains("no row converted, 1 malformed"), "{err}");
+}
+
+#[test]
+fn perseus_figures_must_be_finite_times_unix_seconds() {
+    let c = perseus::convert("day.csv", "ts,disk_id,throughput,latency\n1658149215,d,-1,5\n99,d,1,5\n1658149215,d,1,inf\n1658149215,d,1,5\n", "h")
+        .unwrap();
+    assert_eq!(c.windows.len(), 1);
+    let reasons: Vec<&str> = c.bad_lines.iter().map(|b| b.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(reasons[1].contains("not Unix seconds"), "{reasons:?}");
+}
