@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
@@ -22,6 +22,7 @@ help:
 	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
 	@echo "make test-faults faults on a cluster: kills, Kafka nodes and ClickHouse replicas away, a restore"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
+	@echo "make evaluate-peers   slow_vs_peers on real fleet telemetry (Perseus layout): flagged vs labelled drives"
 	@echo "make down    stop everything the demo started"
 	@echo "make cluster-up   the cluster the fault tests use: Kafka x3, ZooKeeper, Flink HA, ClickHouse; make cluster-down"
 	@echo "make upgrade-job  run the job jar built now in place of the demo's running job, keeping its state"
@@ -110,6 +111,10 @@ detect:
 	@test -n "$(INPUT)" -a -n "$(OUTPUT)" || { echo "usage: make detect INPUT=records.ndjson OUTPUT=out.ndjson [REJECTS=file]"; exit 2; }
 	@$(MAKE) -s $(JOB_JAR) >&2  # stdout carries the verdicts only
 	@stream-jobs/bin/iopipe-detect --input "$(INPUT)" --output "$(OUTPUT)" $(if $(REJECTS),--rejects "$(REJECTS)")
+
+# slow_vs_peers on real fleet telemetry (Perseus layout): drives flagged against the labelled ones, time to detect.
+evaluate-peers: agent $(JOB_JAR)
+	@python3 stream-jobs/bench/slow_vs_peers.py
 
 bench: bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 

@@ -340,20 +340,33 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
     let name = file_name(&args.file);
     let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
-    let topic = topics::topic_for(EVENT_SCHEMA);
-    let mut sink = args.out.sink()?;
-    for event in &conversion.events {
-        sink.send(&topic, &event.key(), &serde_json::to_string(event)?)?;
+    let records = conversion.events.iter().map(|e| (e.key(), serde_json::to_string(e)));
+    send_converted(&args.out, EVENT_SCHEMA, records, |summary| {
+        eprintln!(
+            "iopipe-agent: {name}: {} events, {} malformed lines skipped, {} other lines, {} I/Os incomplete in the capture; {summary}",
+            conversion.events.len(),
+            conversion.bad_lines.len(),
+            conversion.other_lines,
+            conversion.unmatched,
+        )
+    })
+}
+
+/// Sends converted records of one schema to their topic, then reports with the sink's
+/// summary (what it delivered, and what not) before saying whether all were delivered.
+fn send_converted(
+    out: &OutputArgs,
+    schema: &str,
+    records: impl Iterator<Item = (String, serde_json::Result<String>)>,
+    report: impl FnOnce(&str),
+) -> Result<()> {
+    let topic = topics::topic_for(schema);
+    let mut sink = out.sink()?;
+    for (key, json) in records {
+        sink.send(&topic, &key, &json?)?;
     }
     let closed = sink.close();
-    eprintln!(
-        "iopipe-agent: {name}: {} events, {} malformed lines skipped, {} other lines, {} I/Os incomplete in the capture; {}",
-        conversion.events.len(),
-        conversion.bad_lines.len(),
-        conversion.other_lines,
-        conversion.unmatched,
-        sink.summary()
-    );
+    report(&sink.summary());
     closed
 }
 
@@ -363,19 +376,10 @@ fn convert_telemetry(args: &ConvertArgs, text: &str) -> Result<()> {
     let host = args.host.as_deref().with_context(|| format!("{name} does not say which host its drives are in: pass --host"))?;
     let conversion = convert::perseus::convert(&name, text, host).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
-    let topic = topics::topic_for(convert::perseus::WINDOW_SCHEMA);
-    let mut sink = args.out.sink()?;
-    for window in &conversion.windows {
-        sink.send(&topic, &window.key(), &serde_json::to_string(window)?)?;
-    }
-    let closed = sink.close();
-    eprintln!(
-        "iopipe-agent: {name}: {} windows, {} malformed lines skipped; {}",
-        conversion.windows.len(),
-        conversion.bad_lines.len(),
-        sink.summary()
-    );
-    closed
+    let records = conversion.windows.iter().map(|w| (w.key(), serde_json::to_string(w)));
+    send_converted(&args.out, convert::perseus::WINDOW_SCHEMA, records, |summary| {
+        eprintln!("iopipe-agent: {name}: {} windows, {} malformed lines skipped; {summary}", conversion.windows.len(), conversion.bad_lines.len())
+    })
 }
 
 fn file_name(path: &std::path::Path) -> String {

@@ -36,9 +36,27 @@ public final class DiskDetector {
                 newIds.add(h.episodes.get(f.kind().wireName).anomalyId);
             });
         }
-        DiskHealth.step(w, h, findings, newIds).ifPresent(out::add);
+        // A drive slower than its peers stays so between their hourly comparisons.
+        standingPeerFinding(h).ifPresent(findings::add);
+        DiskHealth.step(DiskHealth.Span.of(w), h, findings, newIds).ifPresent(out::add);
         learn(w, h, findings);
         return out;
+    }
+
+    /** The health record an hour's comparison with the disk's peers causes, if any; its anomaly came with the comparison. */
+    public static List<OutputRecord> onPeerVerdict(PeerVerdict v, DiskHistory h) {
+        h.peerEffect = v.effect;
+        h.peerReason = v.reason;
+        List<Finding> findings = standingPeerFinding(h).map(List::of).orElse(List.of());
+        List<String> cited = v.news && v.anomalyId != null ? List.of(v.anomalyId) : List.of();
+        DiskHealth.Span hour = new DiskHealth.Span(v.host, v.disk, v.hourStartNs, v.hourEndNs);
+        return DiskHealth.step(hour, h, findings, cited).map(List::of).orElse(List.of());
+    }
+
+    private static Optional<Finding> standingPeerFinding(DiskHistory h) {
+        Finding.HealthEffect effect = Finding.HealthEffect.valueOf(h.peerEffect);
+        return effect == Finding.HealthEffect.NONE ? Optional.empty()
+                : Optional.of(new Finding(Finding.Kind.SLOW_VS_PEERS, Finding.Severity.WARNING, h.peerReason, null, effect));
     }
 
     /** The anomaly a finding raises: none while its episode already reported this severity. */
@@ -56,19 +74,25 @@ public final class DiskDetector {
         }
         episode.severity = f.severity().name();
         episode.anomalyId = Ids.of(w.host, w.disk, kind, Long.toString(episode.startNs), episode.severity);
+        return Optional.of(anomalyRecord(episode.anomalyId, w.host, w.disk, f.kind(), f.severity(), episode.startNs, w.endNs,
+                f.summary(), f.evidence()));
+    }
+
+    static OutputRecord anomalyRecord(String id, String host, String disk, Finding.Kind kind, Finding.Severity severity,
+                                      long startNs, long endNs, String summary, ObjectNode evidence) {
         ObjectNode a = Json.object();
         a.put("schema", ANOMALY_SCHEMA);
-        a.put("id", episode.anomalyId);
-        a.put("host", w.host);
-        a.put("disk", w.disk);
-        a.put("kind", kind);
-        a.put("severity", f.severity().wireName());
-        a.put("start_ns", episode.startNs);
-        a.put("end_ns", w.endNs);
-        a.put("summary", f.summary());
-        a.set("evidence", f.evidence());
-        a.put("evidence_json", Json.write(f.evidence()));
-        return Optional.of(new OutputRecord(ANOMALY_SCHEMA, w.key(), Json.write(a)));
+        a.put("id", id);
+        a.put("host", host);
+        a.put("disk", disk);
+        a.put("kind", kind.wireName);
+        a.put("severity", severity.wireName());
+        a.put("start_ns", startNs);
+        a.put("end_ns", endNs);
+        a.put("summary", summary);
+        a.set("evidence", evidence);
+        a.put("evidence_json", Json.write(evidence));
+        return new OutputRecord(ANOMALY_SCHEMA, OutputRecord.diskKey(host, disk), Json.write(a));
     }
 
     /** Baselines learn only from windows that say nothing is wrong with the disk. */

@@ -21,8 +21,19 @@ public final class DiskHealth {
 
     private DiskHealth() {}
 
-    /** The health record this window causes, if any. */
-    static Optional<OutputRecord> step(DiskWindow w, DiskHistory h, List<Finding> findings, List<String> newAnomalyIds) {
+    /** What a health step is about: one disk over a span of event time (a window, or an hour its peers were compared). */
+    public record Span(String host, String disk, long startNs, long endNs) {
+        static Span of(DiskWindow w) {
+            return new Span(w.host, w.disk, w.startNs, w.endNs);
+        }
+
+        String key() {
+            return OutputRecord.diskKey(host, disk);
+        }
+    }
+
+    /** The health record this span's findings cause, if any. */
+    static Optional<OutputRecord> step(Span span, DiskHistory h, List<Finding> findings, List<String> newAnomalyIds) {
         Finding.HealthEffect effect = Finding.HealthEffect.NONE;
         String reason = "";
         for (Finding f : findings) {
@@ -32,48 +43,48 @@ public final class DiskHealth {
             }
         }
         if (effect == Finding.HealthEffect.NONE) {
-            return stepDownWhenQuiet(w, h);
+            return stepDownWhenQuiet(span, h);
         }
         h.quietSinceNs = -1;
         if (effect == Finding.HealthEffect.FAILING && !FAILING.equals(h.health)) {
-            h.ticketId = h.ticketId != null ? h.ticketId : Ids.of(w.host, w.disk, "ticket", Long.toString(w.startNs));
-            return Optional.of(transition(w, h, FAILING, reason, newAnomalyIds, "open"));
+            h.ticketId = h.ticketId != null ? h.ticketId : Ids.of(span.host(), span.disk(), "ticket", Long.toString(span.startNs()));
+            return Optional.of(transition(span, h, FAILING, reason, newAnomalyIds, "open"));
         }
         if (effect == Finding.HealthEffect.SUSPECT && HEALTHY.equals(h.health)) {
-            return Optional.of(transition(w, h, SUSPECT, reason, newAnomalyIds, null));
+            return Optional.of(transition(span, h, SUSPECT, reason, newAnomalyIds, null));
         }
         if (FAILING.equals(h.health) && !newAnomalyIds.isEmpty()) {
-            return Optional.of(transition(w, h, FAILING, "new evidence: " + reason, newAnomalyIds, "update"));
+            return Optional.of(transition(span, h, FAILING, "new evidence: " + reason, newAnomalyIds, "update"));
         }
         return Optional.empty();
     }
 
-    private static Optional<OutputRecord> stepDownWhenQuiet(DiskWindow w, DiskHistory h) {
+    private static Optional<OutputRecord> stepDownWhenQuiet(Span span, DiskHistory h) {
         if (h.quietSinceNs < 0) {
-            h.quietSinceNs = w.startNs;
+            h.quietSinceNs = span.startNs();
         }
-        if (HEALTHY.equals(h.health) || w.endNs - h.quietSinceNs < RECOVERY_NS) {
+        if (HEALTHY.equals(h.health) || span.endNs() - h.quietSinceNs < RECOVERY_NS) {
             return Optional.empty();
         }
-        String quiet = "no finding about the disk for " + (w.endNs - h.quietSinceNs) / 1_000_000_000L + " s";
-        h.quietSinceNs = w.endNs;
+        String quiet = "no finding about the disk for " + (span.endNs() - h.quietSinceNs) / 1_000_000_000L + " s";
+        h.quietSinceNs = span.endNs();
         if (FAILING.equals(h.health)) {
-            return Optional.of(transition(w, h, SUSPECT, quiet, List.of(), null));
+            return Optional.of(transition(span, h, SUSPECT, quiet, List.of(), null));
         }
         boolean resolves = h.ticketId != null;
-        OutputRecord healthy = transition(w, h, HEALTHY, quiet, List.of(), resolves ? "resolve" : null);
+        OutputRecord healthy = transition(span, h, HEALTHY, quiet, List.of(), resolves ? "resolve" : null);
         h.ticketId = null;
         return Optional.of(healthy);
     }
 
-    private static OutputRecord transition(DiskWindow w, DiskHistory h, String to, String reason, List<String> anomalyIds,
+    private static OutputRecord transition(Span span, DiskHistory h, String to, String reason, List<String> anomalyIds,
                                            String ticketAction) {
         ObjectNode r = Json.object();
         r.put("schema", SCHEMA);
-        r.put("id", Ids.of(w.host, w.disk, "health", Long.toString(w.endNs), h.health, to));
-        r.put("host", w.host);
-        r.put("disk", w.disk);
-        r.put("ts_ns", w.endNs);
+        r.put("id", Ids.of(span.host(), span.disk(), "health", Long.toString(span.endNs()), h.health, to));
+        r.put("host", span.host());
+        r.put("disk", span.disk());
+        r.put("ts_ns", span.endNs());
         r.put("from_state", h.health);
         r.put("to_state", to);
         r.put("reason", reason);
@@ -82,6 +93,6 @@ public final class DiskHealth {
             r.putObject("ticket").put("action", ticketAction).put("ticket_id", h.ticketId);
         }
         h.health = to;
-        return new OutputRecord(SCHEMA, w.key(), Json.write(r));
+        return new OutputRecord(SCHEMA, span.key(), Json.write(r));
     }
 }

@@ -15,6 +15,9 @@ public class DiskHistory {
     public String ticketId;
     /** Since when no finding has touched the disk's health; -1 while one does. */
     public long quietSinceNs = -1;
+    /** What comparing the disk with its peers last said about it (a {@link Finding.HealthEffect} name), and why. */
+    public String peerEffect = Finding.HealthEffect.NONE.name();
+    public String peerReason;
     /** The open episode of each kind of finding, by kind. */
     public Map<String, Episode> episodes = new HashMap<>();
 

@@ -2,6 +2,7 @@ package io.iopipe.jobs.detect;
 
 import io.iopipe.jobs.iostat.IostatSums;
 import io.iopipe.jobs.records.IoEvent;
+import io.iopipe.jobs.records.WindowSample;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -21,6 +22,7 @@ public class DiskWindow {
     static final double NS_PER_MS = 1e6;
     /** The sample_reason of a capture that sends every I/O. */
     static final String EVERY_IO = "all";
+    static final double SECTORS_PER_KIB = 2.0;
 
     public String host;
     public String disk;
@@ -66,6 +68,18 @@ public class DiskWindow {
 
     public long iostatCompleted() {
         return iostat.readsCompleted + iostat.writesCompleted + iostat.discardsCompleted;
+    }
+
+    /** The window's throughput and mean I/O latency, as its iostat line gives them: what peers are compared on. */
+    public WindowSample throughputAndLatency() {
+        double seconds = iostat.intervalNs / (NS_PER_MS * MS_PER_S);
+        long sectors = iostat.sectorsRead + iostat.sectorsWritten + iostat.sectorsDiscarded;
+        long timeMs = iostat.readTimeMs + iostat.writeTimeMs + iostat.discardTimeMs;
+        long completed = iostatCompleted();
+        WindowSample s = new WindowSample(host, disk, startNs, endNs, sectors / SECTORS_PER_KIB / seconds,
+                completed == 0 ? 0 : (double) timeMs / completed);
+        s.peerClass = WindowSample.peerClass(iostat.rotational, iostat.model);
+        return s;
     }
 
     /** aqu-sz: mean requests in flight over the window. */

@@ -12,6 +12,7 @@ public class DiskstatsDelta {
     public String host;
     public String disk;
     public boolean rotational;
+    public String model;
     public long startNs;
     public long endNs;
     public long readsCompleted;
@@ -72,6 +73,7 @@ public class DiskstatsDelta {
         d.host = curr.host;
         d.disk = curr.disk;
         d.rotational = curr.rotational;
+        d.model = curr.model;
         d.startNs = prev.tsNs;
         d.endNs = curr.tsNs;
         d.readsCompleted = curr.readsCompleted - prev.readsCompleted;

@@ -5,6 +5,8 @@ public class IostatSums {
     public String host;
     public String disk;
     public boolean rotational;
+    /** The device's model, where it tells; null otherwise. */
+    public String model;
     public int samples;
     public long intervalNs;
     public long readsCompleted;
@@ -28,6 +30,7 @@ public class IostatSums {
         host = d.host;
         disk = d.disk;
         rotational = d.rotational;
+        model = d.model;
         samples += 1;
         intervalNs += d.endNs - d.startNs;
         readsCompleted += d.readsCompleted;
@@ -56,6 +59,7 @@ public class IostatSums {
         host = o.host;
         disk = o.disk;
         rotational = o.rotational;
+        model = o.model;
         samples += o.samples;
         intervalNs += o.intervalNs;
         readsCompleted += o.readsCompleted;

@@ -9,6 +9,7 @@ import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.RecordDecoder;
+import io.iopipe.jobs.records.WindowDecoder;
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
@@ -18,7 +19,8 @@ import org.apache.flink.util.Collector;
 /**
  * Decodes raw lines by their `schema`; anything invalid becomes a dead letter with the
  * reason. A valid agent record also goes, as it was sent, to the accepted side output
- * (what ClickHouse's raw tables store). Valid records of a kind this graph does not
+ * (what ClickHouse's raw tables store). Windows given as input (io.window.v1) go to their
+ * own side output, to be compared with their peers. Valid records of a kind this graph does not
  * consume (the agent's own reports, the jobs' outputs fed back) are counted and passed over.
  */
 public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
@@ -40,6 +42,11 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         try {
             JsonNode node = Json.parseObject(raw.text);
             String schema = RecordDecoder.schemaOf(node);
+            if (WindowDecoder.SCHEMA.equals(schema)) {
+                WindowDecoder.sample(node, nowNs).ifPresent(w -> ctx.output(Pipeline.INPUT_WINDOWS, w));
+                decoded.inc();
+                return;
+            }
             DiskRecord record = switch (schema) {
                 case DiskstatsSample.SCHEMA -> DiskRecord.of(RecordDecoder.diskstats(node, raw.source, nowNs));
                 case HistRecord.SCHEMA -> DiskRecord.of(RecordDecoder.hist(node, nowNs));

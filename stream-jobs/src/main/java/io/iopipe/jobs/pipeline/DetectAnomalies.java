@@ -3,20 +3,24 @@ package io.iopipe.jobs.pipeline;
 import io.iopipe.jobs.detect.DiskDetector;
 import io.iopipe.jobs.detect.DiskHistory;
 import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.detect.PeerVerdict;
 import io.iopipe.jobs.records.OutputRecord;
+import java.util.List;
+import java.util.function.Function;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.metrics.Counter;
-import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
 
 /**
  * Per disk: the detectors over its windows, in event-time order, with what they learnt
- * kept as keyed state. A disk silent for {@code forgetAfterMs} of wall-clock time is
+ * kept as keyed state, and its health weighing their findings with what comparing it with
+ * its peers concluded ({@link ComparePeers}). A disk silent for {@code forgetAfterMs} of wall-clock time is
  * forgotten: no state or timer outlives it.
  */
-public class DetectAnomalies extends KeyedProcessFunction<String, DiskWindow, OutputRecord> {
+public class DetectAnomalies extends KeyedCoProcessFunction<String, DiskWindow, PeerVerdict, OutputRecord> {
     private final long forgetAfterMs;
     private transient ValueState<DiskHistory> history;
     private transient Silence silence;
@@ -36,12 +40,23 @@ public class DetectAnomalies extends KeyedProcessFunction<String, DiskWindow, Ou
     }
 
     @Override
-    public void processElement(DiskWindow w, Context ctx, Collector<OutputRecord> out) throws Exception {
+    public void processElement1(DiskWindow w, Context ctx, Collector<OutputRecord> out) throws Exception {
+        step(h -> DiskDetector.onWindow(w, h), ctx, out);
+    }
+
+    @Override
+    public void processElement2(PeerVerdict v, Context ctx, Collector<OutputRecord> out) throws Exception {
+        step(h -> DiskDetector.onPeerVerdict(v, h), ctx, out);
+    }
+
+    /** One step of the disk's detectors on what it learnt so far; what they conclude goes out. */
+    private void step(Function<DiskHistory, List<OutputRecord>> detectors, Context ctx, Collector<OutputRecord> out)
+            throws Exception {
         DiskHistory h = history.value();
         if (h == null) {
             h = new DiskHistory();
         }
-        for (OutputRecord r : DiskDetector.onWindow(w, h)) {
+        for (OutputRecord r : detectors.apply(h)) {
             out.collect(r);
             anomalies.inc();
         }

@@ -1,6 +1,7 @@
 package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.detect.PeerVerdict;
 import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DiskstatsSample;
@@ -8,6 +9,7 @@ import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
+import io.iopipe.jobs.records.WindowSample;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.Serializable;
 import java.time.Duration;
@@ -23,7 +25,8 @@ import org.apache.flink.util.OutputTag;
 
 /**
  * The job graph, independent of where records come from and go to: the live job
- * wires it between Kafka topics, offline mode between files. Everything it emits
+ * wires it between Kafka topics, offline mode between files. Its input is agent records,
+ * and windows (io.window.v1) to compare drives with their peers. Everything it emits
  * (windows, latency rollups, anomalies, health, dead letters, and the agent records it
  * accepted, as they were sent) comes out of one stream, told apart by `schema` and
  * `acceptedInput`.
@@ -32,6 +35,7 @@ public final class Pipeline {
     public static final OutputTag<OutputRecord> DEAD_LETTERS = new OutputTag<>("dead-letters") {};
     static final OutputTag<OutputRecord> ACCEPTED = new OutputTag<>("accepted") {};
     static final OutputTag<DiskRecord> LATE_RECORDS = new OutputTag<>("late-records") {};
+    static final OutputTag<WindowSample> INPUT_WINDOWS = new OutputTag<>("input-windows") {};
     private static final Set<String> KNOWN_RECORDS = Set.of(
             "io.event.v1", "io.hist.v1", "io.diskstats.v1", "io.window.v1",
             "io.anomaly.v1", "io.health.v1", "io.deadletter.v1", "io.agent.v1", "io.latency.v1");
@@ -58,6 +62,11 @@ public final class Pipeline {
         public Duration allowedLateness = Duration.ofMinutes(1);
         /** The latency rollups' periods (io.latency.v1), shortest first: each a multiple of the first window length. */
         public List<Integer> latencyPeriodSeconds = LatencyPeriods.seconds();
+        /**
+         * How long after an hour ends a host's drives are compared over it: the drives keep
+         * their own clocks, and one idle for {@link #diskIdleness} still closes its windows late.
+         */
+        public Duration peerGrace = Duration.ofMinutes(2);
     }
 
     private Pipeline() {}
@@ -110,9 +119,7 @@ public final class Pipeline {
         out = out.union(records(windowsAndRevisions, base),
                 windowsAndAmendments.getSideOutput(LATE_RECORDS).map(new LateRecordToDeadLetter(base, config.allowedLateness))
                         .name("late records").uid("late-records"),
-                windows.keyBy(DiskWindow::key)
-                        .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
-                        .name("detectors").uid("detectors"),
+                detectors(windows, decoded.getSideOutput(INPUT_WINDOWS), config),
                 latencyRollups(windowsAndAmendments.filter(w -> w.revision == 0).name(base + "s windows and amendments")
                         .uid("windows-and-amendments"), config));
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
@@ -123,6 +130,28 @@ public final class Pipeline {
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
         }
         return out;
+    }
+
+    /**
+     * The per-disk detectors and, per host, the comparison of each drive with its peers over
+     * the same windows (and over windows given as input); the comparison's verdicts join each
+     * disk's health.
+     */
+    private static DataStream<OutputRecord> detectors(DataStream<DiskWindow> windows, DataStream<WindowSample> inputWindows,
+                                                      Config config) {
+        SingleOutputStreamOperator<OutputRecord> peers = windows
+                .filter(DiskWindow::hasIostat).name("windows with iostat").uid("windows-with-iostat")
+                .map(DiskWindow::throughputAndLatency).returns(WindowSample.class).name("throughput and latency")
+                .uid("throughput-and-latency")
+                .union(inputWindows)
+                .keyBy(WindowSample::peersKey)
+                .process(new ComparePeers(config.peerGrace.toNanos()))
+                .name("slow vs peers").uid("slow-vs-peers");
+        DataStream<OutputRecord> perDisk = windows.keyBy(DiskWindow::key)
+                .connect(peers.getSideOutput(ComparePeers.VERDICTS).keyBy(PeerVerdict::key))
+                .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
+                .name("detectors").uid("detectors");
+        return perDisk.union(peers);
     }
 
     private static void requireMultiplesOfFirstWindow(List<Integer> seconds, String what, Config config) {

@@ -14,6 +14,8 @@ public class DiskstatsSample {
     public String disk;
     public long tsNs;
     public boolean rotational;
+    /** The device's model, where it tells; null otherwise. */
+    public String model;
     public long readsCompleted;
     public long readsMerged;
     public long sectorsRead;
@@ -44,6 +46,9 @@ public class DiskstatsSample {
         n.put("disk", disk);
         n.put("ts_ns", tsNs);
         n.put("rotational", rotational);
+        if (model != null) {
+            n.put("model", model);
+        }
         n.put("reads_completed", readsCompleted);
         n.put("reads_merged", readsMerged);
         n.put("sectors_read", sectorsRead);

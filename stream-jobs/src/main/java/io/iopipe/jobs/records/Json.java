@@ -109,9 +109,14 @@ public final class Json {
     }
 
     public static String oneOf(JsonNode record, String field, Set<String> allowed) throws DecodeException {
+        return oneOf(record, field, allowed, field);
+    }
+
+    /** As {@link #oneOf(JsonNode, String, Set)}, naming the field by its path in the record. */
+    public static String oneOf(JsonNode record, String field, Set<String> allowed, String path) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isTextual() || !allowed.contains(value.textValue())) {
-            throw new DecodeException(field + " must be one of " + new TreeSet<>(allowed) + ", got "
+            throw new DecodeException(path + " must be one of " + new TreeSet<>(allowed) + ", got "
                     + abbreviate(value.toString()));
         }
         return value.textValue();

@@ -55,6 +55,7 @@ public final class RecordDecoder {
         s.tsNs = timestamp(n, "ts_ns", nowNs);
         s.rotational = Json.bool(n, "rotational");
         checkDiskIdentity(n);
+        s.model = Json.optionalTextUpTo(n, "model", 128);
         s.readsCompleted = Json.counter(n, "reads_completed");
         s.readsMerged = Json.counter(n, "reads_merged");
         s.sectorsRead = Json.counter(n, "sectors_read");
@@ -79,7 +80,6 @@ public final class RecordDecoder {
     private static void checkDiskIdentity(JsonNode n) throws DecodeException {
         Json.optionalCounter(n, "major");
         Json.optionalCounter(n, "minor");
-        Json.optionalTextUpTo(n, "model", 128);
         Json.optionalTextUpTo(n, "serial", 128);
         Json.optionalLabels(n, "labels", 32, 256);
     }

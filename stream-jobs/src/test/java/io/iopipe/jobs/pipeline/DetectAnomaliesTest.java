@@ -7,9 +7,10 @@ import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.OpLatency;
 import io.iopipe.jobs.records.OutputRecord;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import io.iopipe.jobs.detect.PeerVerdict;
+import org.apache.flink.streaming.api.operators.co.KeyedCoProcessOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
-import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.apache.flink.streaming.util.KeyedTwoInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
 
 class DetectAnomaliesTest {
@@ -41,13 +42,11 @@ class DetectAnomaliesTest {
 
     @Test
     void detectsPerDiskAndForgetsADiskThatDisappears() throws Exception {
-        KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, OutputRecord> harness =
-                new KeyedOneInputStreamOperatorTestHarness<>(new KeyedProcessOperator<>(new DetectAnomalies(FORGET_AFTER_MS)),
-                        DiskWindow::key, Types.STRING);
+        KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> harness = harness();
         harness.open();
         harness.setProcessingTime(0);
         DiskWindow w = dustyWindow(WINDOW_START_NS);
-        harness.processElement(new StreamRecord<>(w, w.endNs / 1_000_000L));
+        harness.processElement1(new StreamRecord<>(w, w.endNs / 1_000_000L));
         assertEquals(java.util.List.of("io.anomaly.v1", "io.health.v1"),
                 harness.extractOutputValues().stream().map(r -> r.schema).toList());
         assertTrue(harness.numKeyedStateEntries() > 0, "the disk's history is kept");
@@ -58,5 +57,56 @@ class DetectAnomaliesTest {
         assertEquals(0, harness.numProcessingTimeTimers(), "nor timers");
         assertEquals(0, harness.numEventTimeTimers());
         harness.close();
+    }
+
+    private static KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> harness() throws Exception {
+        return new KeyedTwoInputStreamOperatorTestHarness<>(new KeyedCoProcessOperator<>(new DetectAnomalies(FORGET_AFTER_MS)),
+                DiskWindow::key, PeerVerdict::key, Types.STRING);
+    }
+
+    private static DiskWindow quietWindow(long startNs) {
+        DiskWindow w = dustyWindow(startNs);
+        w.iostat.readTimeMs = 40 * 5;
+        w.iostat.weightedIoTimeMs = 200;
+        w.iostat.ioTimeMs = 200;
+        w.ops.clear();
+        w.op("R").device.add(5_000, 40);
+        return w;
+    }
+
+    private static PeerVerdict verdict(String effect, long hourStartNs) {
+        PeerVerdict v = new PeerVerdict();
+        v.host = "web-17";
+        v.disk = "sdb";
+        v.hourStartNs = hourStartNs;
+        v.hourEndNs = hourStartNs + 3_600_000_000_000L;
+        v.effect = effect;
+        v.reason = "sdb is 2.00x slower than its 11 peers";
+        v.anomalyId = effect.equals("NONE") ? null : "a1";
+        v.news = !effect.equals("NONE");
+        return v;
+    }
+
+    @Test
+    void aDriveSlowerThanItsPeersStaysSuspectThroughQuietWindowsUntilTheyAcquitIt() throws Exception {
+        KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> harness = harness();
+        harness.open();
+        harness.processElement2(new StreamRecord<>(verdict("SUSPECT", WINDOW_START_NS), 0L));
+        assertEquals(java.util.List.of("healthy->suspect"), transitions(harness));
+        harness.getOutput().clear();
+        long tenMinutesOfWindows = 60;
+        for (int i = 1; i <= tenMinutesOfWindows; i++) {
+            harness.processElement1(new StreamRecord<>(quietWindow(WINDOW_START_NS + i * TEN_SECONDS_NS), 0L));
+        }
+        assertEquals(java.util.List.of(), transitions(harness), "quiet windows do not acquit a drive its peers outpace");
+        harness.processElement2(new StreamRecord<>(verdict("NONE", WINDOW_START_NS + 3_600_000_000_000L), 0L));
+        harness.processElement1(new StreamRecord<>(quietWindow(WINDOW_START_NS + 7_300_000_000_000L), 0L));
+        assertEquals(java.util.List.of("suspect->healthy"), transitions(harness));
+        harness.close();
+    }
+
+    private static java.util.List<String> transitions(KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> h) {
+        return h.extractOutputValues().stream().filter(r -> r.schema.equals("io.health.v1"))
+                .map(r -> r.json.replaceAll(".*\"from_state\":\"(\\w+)\",\"to_state\":\"(\\w+)\".*", "$1->$2")).toList();
     }
 }
