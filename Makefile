@@ -13,7 +13,7 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers evaluate-precision dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
@@ -22,6 +22,7 @@ help:
 	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
 	@echo "make test-faults faults on a cluster: kills, Kafka nodes and ClickHouse replicas away, a restore"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
+	@echo "make evaluate-precision   the precision set: verdicts on 2,000 healthy bursty disks and injected pathologies"
 	@echo "make evaluate-peers   slow_vs_peers on real fleet telemetry (Perseus layout): flagged vs labelled drives"
 	@echo "make down    stop everything the demo started"
 	@echo "make cluster-up   the cluster the fault tests use: Kafka x3, ZooKeeper, Flink HA, ClickHouse; make cluster-down"
@@ -115,6 +116,10 @@ detect:
 # slow_vs_peers on real fleet telemetry (Perseus layout): drives flagged against the labelled ones, time to detect.
 evaluate-peers: agent $(JOB_JAR)
 	@python3 stream-jobs/bench/slow_vs_peers.py
+
+# The precision set: 2,000 healthy disks of bursty kinds and the injected pathologies over 30 minutes.
+evaluate-precision: $(JOB_JAR)
+	@python3 integration-tests/precision.py --evaluate 2000
 
 bench: bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 

@@ -118,29 +118,33 @@ def mean_of(draws):
 
 
 class HealthyDisk:
-    def __init__(self, rng, host, name, kind):
+    def __init__(self, rng, host, name, kind, interval_ns=SECOND_NS):
         self.rng, self.host, self.name, self.kind = rng, host, name, kind
+        self.interval_ns = interval_ns  # how often its agent sends: every second by default
         self.totals = dict(reads=0, read_sectors=0, read_ms=0, writes=0, write_sectors=0, write_ms=0,
                            busy_ms=0, weighted_ms=0)
         self.sector = rng.randrange(1 << 30)
         self.depth = 0
 
     def second(self, second):
-        """The records of one second ending at `end`: histograms per op, diskstats, events."""
-        end = START_NS + (second + 1) * SECOND_NS + SAMPLE_PHASE_NS
+        """The records of one interval (a second by default), ending at `end`: histograms per
+        op, diskstats, events."""
+        end = START_NS + (second + 1) * self.interval_ns + SAMPLE_PHASE_NS
         if second % LOAD_CHANGES_EVERY_S == 0:
             self.depth = self.rng.choice(self.kind.depths)
-        out, in_flight_ms = [], 0.0
+        # The agent samples diskstats as it starts, before any interval.
+        out, in_flight_ms = [self.diskstats(end - self.interval_ns)] if second == 0 else [], 0.0
         rate = self.depth / (self.mean_latency_us() / 1e6) if self.depth else 0
         for op, share in (("R", self.kind.read_share), ("W", 1 - self.kind.read_share)):
-            count = int(rate * share * self.rng.uniform(0.85, 1.15))
+            count = int(rate * share * self.interval_ns / SECOND_NS * self.rng.uniform(0.85, 1.15))
             if count == 0:
                 continue
             rare = [self.latency(op, service) for share, service in self.kind.rare
                     for _ in range(poisson(self.rng, count * share))][:count]
             common = [self.latency(op) for _ in range(min(count - len(rare), DRAWS))]
             out.extend(self.histograms(op, end, count, common, rare))
-            out.extend(self.sampled_events(op, end, count, common + rare))
+            out.extend(self.sampled_events(op, end, count - len(rare), common))
+            out.extend(self.outlier_events(op, end, rare))
             latency_ms = (mean_of(common) * (count - len(rare)) + sum(d + q for d, q in rare)) / 1000
             self.add_completions(op, count, latency_ms)
             in_flight_ms += latency_ms
@@ -152,12 +156,13 @@ class HealthyDisk:
         """weighted_io_time grows by the time each I/O was in flight; io_time by the time at
         least one was: with L in flight on average, a disk arm is busy L/(1+L) of the time
         (M/M/1), a device of many channels 1 - e^-L of it (Poisson arrivals)."""
-        mean_in_flight = in_flight_ms / 1000
+        interval_ms = self.interval_ns / 1e6
+        mean_in_flight = in_flight_ms / interval_ms
         if self.kind.channels == 1:
             busy = mean_in_flight / (1 + mean_in_flight)
         else:
             busy = 1 - math.exp(-mean_in_flight)
-        self.totals["busy_ms"] += int(1000 * busy)
+        self.totals["busy_ms"] += int(interval_ms * busy)
         self.totals["weighted_ms"] += int(in_flight_ms)
 
     def mean_latency_us(self):
@@ -179,7 +184,7 @@ class HealthyDisk:
         """The common I/Os' draws scaled to their count, plus each rare I/O as itself."""
         out = []
         for kind, pick in (("device", lambda d: d[0]), ("queue", lambda d: d[1]), ("total", lambda d: d[0] + d[1])):
-            h = scenarios.histogram(self.host, self.name, op, kind, end - SECOND_NS, end, [pick(d) for d in common])
+            h = scenarios.histogram(self.host, self.name, op, kind, end - self.interval_ns, end, [pick(d) for d in common])
             if common:
                 scenarios.scale_histogram(h, count - len(rare))
             for d in rare:
@@ -193,17 +198,22 @@ class HealthyDisk:
         return out
 
     def sampled_events(self, op, end, count, draws):
+        """The agent's uniform sample: a few of the common I/Os, each standing for its share of them."""
         chosen = draws[::EVENT_EVERY]
-        weight = count / len(chosen)
-        out = []
-        for i, (device, queue) in enumerate(chosen):
-            complete = end - SECOND_NS + (i + 1) * SECOND_NS // (len(chosen) + 1)
-            self.sector += self.kind.size // SECTOR_BYTES
-            out.append({"schema": "io.event.v1", "host": self.host, "disk": self.name, "op": op,
-                        "bytes": self.kind.size, "sector": self.sector, "issue_ns": complete - device * 1000,
-                        "complete_ns": complete, "queue_ns": queue * 1000, "inflight": self.depth, "error": 0,
-                        "comm": "app", "pid": 4242, "sample_reason": "uniform", "sample_weight": weight})
-        return out
+        return [self.event(op, end, i, len(chosen), d, "uniform", count / len(chosen)) for i, d in enumerate(chosen)]
+
+    def outlier_events(self, op, end, rare):
+        """The agent sends every outlier as itself: a rare I/O never stands for common ones."""
+        return [self.event(op, end, i, len(rare), d, "outlier", 1) for i, d in enumerate(rare)]
+
+    def event(self, op, end, i, of, draw, reason, weight):
+        device, queue = draw
+        complete = end - self.interval_ns + (i + 1) * self.interval_ns // (of + 1)
+        self.sector += self.kind.size // SECTOR_BYTES
+        return {"schema": "io.event.v1", "host": self.host, "disk": self.name, "op": op,
+                "bytes": self.kind.size, "sector": self.sector, "issue_ns": complete - device * 1000,
+                "complete_ns": complete, "queue_ns": queue * 1000, "inflight": self.depth, "error": 0,
+                "comm": "app", "pid": 4242, "sample_reason": reason, "sample_weight": max(1.0, weight)}
 
     def add_completions(self, op, count, latency_ms):
         prefix = "read" if op == "R" else "write"

@@ -177,7 +177,7 @@ public final class BimodalRetries {
 
     static Optional<Finding> examineOp(DiskWindow w, String op) {
         OpLatency latency = w.ops.get(op);
-        boolean flash = w.hasIostat() && !w.iostat.rotational;
+        boolean flash = w.classKnown() && !w.iostat.rotational;
         if (flash || latency == null || latency.count() < MIN_IOS) {
             return Optional.empty();
         }

@@ -62,8 +62,13 @@ public class DiskWindow {
         return iostat.samples > 0 && iostat.intervalNs > 0;
     }
 
+    /** Whether a diskstats sample said what class of disk this is, even one without an interval yet. */
+    public boolean classKnown() {
+        return iostat.classKnown || hasIostat();
+    }
+
     public boolean rotational() {
-        return hasIostat() && iostat.rotational;
+        return classKnown() && iostat.rotational;
     }
 
     public long iostatCompleted() {

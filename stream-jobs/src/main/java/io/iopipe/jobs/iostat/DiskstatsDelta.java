@@ -67,6 +67,26 @@ public class DiskstatsDelta {
         return anyDecreased ? Outcome.COUNTER_RESET : Outcome.DELTA;
     }
 
+    /**
+     * A disk's first sample: no interval yet, only what class of disk it is, so that its
+     * first window (whose I/Os the detectors judge) knows whether it rotates.
+     */
+    public static DiskstatsDelta classOf(DiskstatsSample first) {
+        DiskstatsDelta d = new DiskstatsDelta();
+        d.host = first.host;
+        d.disk = first.disk;
+        d.rotational = first.rotational;
+        d.model = first.model;
+        d.startNs = first.tsNs;
+        d.endNs = first.tsNs;
+        return d;
+    }
+
+    /** Whether this says only the disk's class ({@link #classOf}), spanning no time. */
+    public boolean classOnly() {
+        return startNs == endNs;
+    }
+
     /** The delta from `prev` to `curr`; only meaningful when classify() said DELTA. */
     public static DiskstatsDelta between(DiskstatsSample prev, DiskstatsSample curr) {
         DiskstatsDelta d = new DiskstatsDelta();

@@ -7,6 +7,8 @@ public class IostatSums {
     public boolean rotational;
     /** The device's model, where it tells; null otherwise. */
     public String model;
+    /** Whether a sample said what class of disk this is (rotational, model), even without an interval. */
+    public boolean classKnown;
     public int samples;
     public long intervalNs;
     public long readsCompleted;
@@ -31,6 +33,10 @@ public class IostatSums {
         disk = d.disk;
         rotational = d.rotational;
         model = d.model;
+        classKnown = true;
+        if (d.classOnly()) {
+            return this;
+        }
         samples += 1;
         intervalNs += d.endNs - d.startNs;
         readsCompleted += d.readsCompleted;
@@ -54,8 +60,14 @@ public class IostatSums {
 
     public IostatSums merge(IostatSums o) {
         if (o.samples == 0) {
+            if (o.classKnown && !classKnown) {
+                rotational = o.rotational;
+                model = o.model;
+                classKnown = true;
+            }
             return this;
         }
+        classKnown = true;
         host = o.host;
         disk = o.disk;
         rotational = o.rotational;

@@ -11,7 +11,8 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
 /**
- * Per disk: turns consecutive cumulative samples into deltas. Keeps only the disk's
+ * Per disk: turns consecutive cumulative samples into deltas, and a disk's first sample
+ * into what class of disk it is (a delta of no time). Keeps only the disk's
  * last sample, and forgets it when the disk has been silent for {@code idleMs} of
  * wall-clock time (a disk that disappears leaves no state behind).
  */
@@ -41,6 +42,7 @@ public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskstatsSam
     public void processElement(DiskstatsSample sample, Context ctx, Collector<DiskstatsDelta> out) throws Exception {
         DiskstatsSample prev = lastSample.value();
         if (prev == null) {
+            out.collect(DiskstatsDelta.classOf(sample));
             lastSample.update(sample);
         } else {
             switch (DiskstatsDelta.classify(prev, sample)) {

@@ -1,8 +1,10 @@
 package io.iopipe.jobs.iostat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.testing.SchemaFiles;
@@ -34,6 +36,22 @@ class IostatWindowTest {
         assertEquals(Set.of(), SchemaFiles.violations("io.window.v1", r.json));
         assertEquals("web-17/sdb", r.key);
         return Json.parseObject(r.json);
+    }
+
+    @Test
+    void aDisksClassAloneCountsNoIntervalAndSurvivesAMerge() {
+        DiskstatsSample first = new DiskstatsSample();
+        first.host = "web-17";
+        first.disk = "sdb";
+        first.tsNs = WINDOW_START_NS;
+        first.rotational = true;
+        IostatSums classOnly = new IostatSums().add(DiskstatsDelta.classOf(first));
+        assertEquals(0, classOnly.samples);
+        assertEquals(0, classOnly.intervalNs);
+        assertTrue(classOnly.classKnown && classOnly.rotational);
+        IostatSums longer = new IostatSums().merge(classOnly);
+        assertTrue(longer.classKnown && longer.rotational && longer.samples == 0);
+        assertEquals(10, longer.merge(retryingDiskOverTenSeconds()).samples);
     }
 
     @Test

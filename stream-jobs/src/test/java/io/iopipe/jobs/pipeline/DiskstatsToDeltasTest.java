@@ -52,8 +52,9 @@ class DiskstatsToDeltasTest {
         harness.processElement(new StreamRecord<>(s, s.tsNs / 1_000_000L));
     }
 
+    /** The deltas over an interval, without the first sample's class. */
     private List<DiskstatsDelta> deltas() {
-        return harness.extractOutputValues();
+        return harness.extractOutputValues().stream().filter(d -> !d.classOnly()).toList();
     }
 
     private List<String> deadLetterReasons() {
@@ -72,6 +73,20 @@ class DiskstatsToDeltasTest {
         assertEquals(7 * 256, out.get(0).sectorsRead);
         assertEquals(13, out.get(1).readsCompleted);
         assertEquals(ONE_SECOND_MS * 1_000_000L, out.get(1).endNs - out.get(1).startNs);
+    }
+
+    @Test
+    void aDisksFirstSampleSaysWhatClassOfDiskItIsBeforeAnyInterval() throws Exception {
+        DiskstatsSample first = sample(FIRST_SAMPLE_MS, 100);
+        first.model = "ST4000NM0035";
+        feed(first);
+        List<DiskstatsDelta> out = harness.extractOutputValues();
+        assertEquals(1, out.size());
+        assertTrue(out.get(0).classOnly() && out.get(0).rotational);
+        assertEquals("ST4000NM0035", out.get(0).model);
+        assertEquals(0, out.get(0).readsCompleted, "no interval yet: nothing counted");
+        feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
+        assertEquals(2, harness.extractOutputValues().size(), "one class, then intervals only");
     }
 
     @Test
