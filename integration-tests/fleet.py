@@ -8,8 +8,10 @@ each with its own parameters drawn per disk, and a load that changes every few s
 Per second it sends what the agent would: io.diskstats.v1 counters, io.hist.v1 device,
 queue and total histograms per op, and a uniform sample of io.event.v1. Latencies come
 from the kind's physics (seek + rotation + transfer; flash service time with parallel
-channels; Little's law for the rate at a depth), drawn for up to DRAWS I/Os a second
-and scaled to the second's count, as scenarios.s6 does.
+channels; Little's law for the rate at a depth), drawn for up to DRAWS I/Os a second of
+the interval and scaled to its count, as scenarios.s6 does: the kernel's histograms count
+every I/O, so an interval of 10 s draws ten times as many as one of a second, or its
+histograms would carry the noise of a few dozen draws (one mode's share twice what it is).
 
     python3 integration-tests/fleet.py 240 > fleet.ndjson
 """
@@ -141,7 +143,7 @@ class HealthyDisk:
                 continue
             rare = [self.latency(op, service) for share, service in self.kind.rare
                     for _ in range(poisson(self.rng, count * share))][:count]
-            common = [self.latency(op) for _ in range(min(count - len(rare), DRAWS))]
+            common = [self.latency(op) for _ in range(min(count - len(rare), DRAWS * self.interval_ns // SECOND_NS))]
             out.extend(self.histograms(op, end, count, common, rare))
             out.extend(self.sampled_events(op, end, count - len(rare), common))
             out.extend(self.outlier_events(op, end, rare))

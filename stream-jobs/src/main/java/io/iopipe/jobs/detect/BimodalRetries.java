@@ -64,6 +64,13 @@ public final class BimodalRetries {
     static final double LARGER_IOS_RATIO = 2.0;
     /** Events a mode (or the shallow I/Os) needs before what they say of it counts. */
     static final int MIN_EVENTS = 10;
+    /**
+     * How much wider than the main mode a mode of retries may be: half a revolution of the
+     * fastest common disk (15k rpm). A retried I/O pays its first attempt again, so retries
+     * are the main mode moved by whole revolutions and no wider; a mode of I/Os that each
+     * wait for their own sector (cache misses, long seeks) spreads over a revolution or more.
+     */
+    static final double COPY_SPREAD_ALLOWANCE_US = 60_000_000.0 / 15_000 / 2;
 
     private BimodalRetries() {}
 
@@ -123,14 +130,24 @@ public final class BimodalRetries {
         }
     }
 
+    /** What the events dispatched at a shallow queue say of a slower mode. */
+    enum AtShallowQueue {
+        /** It all but vanishes among them: waiting. */
+        VANISHES,
+        /** It keeps its share among them, as retries do. */
+        PERSISTS,
+        /** Too few events to tell. */
+        UNTOLD
+    }
+
     /**
-     * Whether the slower mode is waiting: among the events dispatched no deeper than the
-     * main mode's mean depth, its share (weighted by sample_weight) falls below
-     * SHALLOW_SHARE_FRACTION of its share among all. False when the events cannot tell.
+     * Among the events dispatched no deeper than the main mode's mean depth, whether the
+     * slower mode's share (weighted by sample_weight) falls below SHALLOW_SHARE_FRACTION
+     * of its share among all: waiting; or keeps to it: as retries do.
      */
-    static boolean madeByWaiting(Shape shape, Mode main, double mainDepth, Mode slower, List<IoEvent> events) {
+    static AtShallowQueue atShallowQueue(Shape shape, Mode main, double mainDepth, Mode slower, List<IoEvent> events) {
         if (Double.isNaN(mainDepth)) {
-            return false;
+            return AtShallowQueue.UNTOLD;
         }
         long shallowest = Math.max(1, Math.round(mainDepth));
         double all = 0;
@@ -153,16 +170,58 @@ public final class BimodalRetries {
             }
         }
         if (shallowEvents < MIN_EVENTS || slowAll == 0) {
-            return false;
+            return AtShallowQueue.UNTOLD;
         }
-        return slowShallow / shallow < SHALLOW_SHARE_FRACTION * (slowAll / all);
+        return slowShallow / shallow < SHALLOW_SHARE_FRACTION * (slowAll / all) ? AtShallowQueue.VANISHES : AtShallowQueue.PERSISTS;
     }
 
-    /** Whether the slower mode's I/Os say what it is instead of retries: waiting, or larger I/Os. */
-    static boolean explainedOtherwise(Shape shape, Mode main, Mode slower, List<IoEvent> events) {
+    /**
+     * Whether the slower mode's I/Os say what it is instead of retries: larger I/Os, or
+     * waiting. Waiting shows as a mode that vanishes among the I/Os dispatched at a shallow
+     * queue; where too few events tell that, a mode the disk's own queue held time enough
+     * to make is waiting too (a burst's tail, which the window's mean depth averages away).
+     */
+    static boolean explainedOtherwise(DiskWindow w, Shape shape, Mode main, Mode slower, List<IoEvent> events) {
         ModeIos mainIos = ModeIos.of(shape, main, events);
-        return madeByWaiting(shape, main, mainIos.depth(), slower, events)
-                || ModeIos.of(shape, slower, events).largerThan(mainIos);
+        if (ModeIos.of(shape, slower, events).largerThan(mainIos)) {
+            return true;
+        }
+        return switch (atShallowQueue(shape, main, mainIos.depth(), slower, events)) {
+            case VANISHES -> true;
+            case PERSISTS -> false;
+            case UNTOLD -> deviceQueueHoldsIt(w, shape, main, slower);
+        };
+    }
+
+    /**
+     * Whether the disk's own queue held time enough to make the slower mode: on a disk that
+     * serves one I/O at a time, device time beyond its busy time is time I/Os spent at the
+     * device waiting for one another (the sum of every op's device times less io_time,
+     * which also counts the block layer's queue, so this errs low). A retry keeps the arm
+     * busy; it adds no waiting (but for the I/Os that arrive during it). Waiting as long as
+     * the least the slower mode's I/Os can have taken beyond the main mode's time says the
+     * mode can be waiting alone. A window without diskstats (a disk's first) cannot rule
+     * waiting out.
+     */
+    static boolean deviceQueueHoldsIt(DiskWindow w, Shape shape, Mode main, Mode slower) {
+        if (!w.hasIostat()) {
+            return true;  // no busy time to weigh it against (a disk's first window): waiting is not ruled out
+        }
+        if (!w.rotational()) {
+            return false;
+        }
+        double waitingUs = w.deviceAllOps().sumUs - w.iostat.ioTimeMs * 1000.0;
+        return waitingUs >= shape.leastTotalUs(slower) - slower.weight() * main.medianUs();
+    }
+
+    /**
+     * Whether the slower mode is too wide to be the main mode moved by whole revolutions:
+     * its interquartile spread exceeds the main mode's by more than
+     * COPY_SPREAD_ALLOWANCE_US. Told only where every I/O's latency is known: a log2
+     * bucket is an octave wide, wider than the difference.
+     */
+    static boolean tooWideForRetries(Shape shape, Mode main, Mode slower) {
+        return shape.binsPerOctave > 1 && shape.spreadUs(slower) > shape.spreadUs(main) + COPY_SPREAD_ALLOWANCE_US;
     }
 
     public static Optional<Finding> examine(DiskWindow w) {
@@ -198,11 +257,11 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         Mode retries = slower.get(0);
-        if (changedRegime(latency, main, retries)) {
+        if (changedRegime(latency, main, retries) || tooWideForRetries(shape, main, retries)) {
             return Optional.empty();
         }
         List<IoEvent> events = w.events.stream().filter(e -> e.op.equals(op)).toList();
-        if (explainedOtherwise(shape, main, retries, events)) {
+        if (explainedOtherwise(w, shape, main, retries, events)) {
             return Optional.empty();
         }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
@@ -212,6 +271,9 @@ public final class BimodalRetries {
         for (Mode m : modes) {
             ObjectNode listed = modeList.addObject().put("median_ms", Evidence.round(m.medianUs() / 1000))
                     .put("ios", Math.round(m.weight())).put("share", Evidence.round(m.weight() / total));
+            if (shape.binsPerOctave > 1) {
+                listed.put("spread_ms", Evidence.round(shape.spreadUs(m) / 1000));
+            }
             ModeIos ios = ModeIos.of(shape, m, events);
             if (!Double.isNaN(ios.depth())) {
                 listed.put("dispatch_depth", Evidence.round(ios.depth()));
@@ -391,7 +453,11 @@ public final class BimodalRetries {
             for (int i = from; i <= to; i++) {
                 w += weight[i];
             }
-            double half = w / 2;
+            return new Mode(quantileUs(from, to, w, 0.5), w, from, to);
+        }
+
+        /** The latency below which the fraction {@code q} of the run's weight {@code w} falls. */
+        private double quantileUs(int from, int to, double w, double q) {
             double seen = 0;
             for (int i = from; i <= to; i++) {
                 List<Double> v = values.get(i);
@@ -403,12 +469,33 @@ public final class BimodalRetries {
                 sorted.sort(Double::compare);
                 for (double value : sorted) {
                     seen += each;
-                    if (seen >= half) {
-                        return new Mode(value, w, from, to);
+                    if (seen >= q * w) {
+                        return value;
                     }
                 }
             }
-            return new Mode(0, w, from, to);
+            return 0;
+        }
+
+        /**
+         * The least the mode's I/Os can have taken together: each at the lower edge of its
+         * log2 bucket, or, where every I/O's latency is known, their sum.
+         */
+        double leastTotalUs(Mode m) {
+            double total = 0;
+            for (int i = m.fromBin(); i <= m.toBin(); i++) {
+                if (binsPerOctave == 1) {
+                    total += weight[i] * Log2Histogram.lowerEdgeUs(i);
+                } else {
+                    total += values.get(i).stream().mapToDouble(Double::doubleValue).sum();
+                }
+            }
+            return total;
+        }
+
+        /** A mode's interquartile range of latency. */
+        double spreadUs(Mode m) {
+            return quantileUs(m.fromBin(), m.toBin(), m.weight(), 0.75) - quantileUs(m.fromBin(), m.toBin(), m.weight(), 0.25);
         }
     }
 }

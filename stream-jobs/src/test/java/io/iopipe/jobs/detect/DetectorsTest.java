@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 class DetectorsTest {
     static final double REVOLUTION_15K_MS = 4.0;
     static final double REVOLUTION_5400_MS = 11.11;
+    static final double REVOLUTION_7200_MS = 8.33;
     static final long BURST_START_NS = SerialDisk.WINDOW_START_NS + 4_000_000_000L;
 
     private final Random random = new Random(7);
@@ -92,12 +93,12 @@ class DetectorsTest {
     void aWindowSpanningAChangeOfRegimeIsNotRetries() throws Exception {
         // Five seconds of 4 ms reads, then five of 150 ms ones (a disk turning slow), in
         // the kernel's one-second histograms; the same mix interleaved second by second is retries.
-        long[] fast = buckets(Log2Histogram.bucketOf(4_000), 250);
-        long[] slow = buckets(Log2Histogram.bucketOf(150_000), 7);
+        long[] fast = buckets(Log2Histogram.bucketOf(4_000), 95);
+        long[] slow = buckets(Log2Histogram.bucketOf(150_000), 6);
         assertEquals(List.of(), verdicts(windowOfIntervals(List.of(fast, fast, fast, fast, fast, slow, slow, slow, slow, slow)),
                 new DiskHistory()));
-        long[] mixed = buckets(Log2Histogram.bucketOf(150_000), 7);
-        mixed[Log2Histogram.bucketOf(4_000)] = 250;
+        long[] mixed = buckets(Log2Histogram.bucketOf(150_000), 3);
+        mixed[Log2Histogram.bucketOf(4_000)] = 95;
         List<String> interleaved = verdicts(windowOfIntervals(java.util.Collections.nCopies(10, mixed)), new DiskHistory());
         assertTrue(interleaved.contains("bimodal_retries warning"), interleaved.toString());
     }
@@ -106,13 +107,34 @@ class DetectorsTest {
     void aSlowerModeTheQueueReachesIsWaitingNotRetries() throws Exception {
         // 97% at 8-16 ms and 3% at 32-64 ms, interleaved second by second: retries at no
         // depth; at 16 in flight on average, waiting behind the others reaches that far.
-        long[] mixed = buckets(Log2Histogram.bucketOf(40_000), 7);
-        mixed[Log2Histogram.bucketOf(10_000)] = 250;
+        long[] mixed = buckets(Log2Histogram.bucketOf(40_000), 3);
+        mixed[Log2Histogram.bucketOf(10_000)] = 85;
         DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
         assertTrue(verdicts(w, new DiskHistory()).contains("bimodal_retries warning"));
         w.iostat.weightedIoTimeMs = 16 * w.iostat.intervalNs / 1_000_000;
         assertEquals(16, w.depth(), 1e-9);
         assertEquals(List.of(), verdicts(w, new DiskHistory()));
+    }
+
+    @Test
+    void aSlowerModeTheDisksOwnQueueHeldIsWaitingNotRetries() throws Exception {
+        // 95 reads a second at 2-4 ms and 3 at 128-256 ms, and no event to say at what depth
+        // they were dispatched: retries, if the disk was busy as long as their device times
+        // add up to; waiting, if it was busy only for the fast reads and 10 ms of service
+        // for each slow one: their device times overlapped, as a burst's do behind one another.
+        long[] mixed = buckets(Log2Histogram.bucketOf(150_000), 3);
+        mixed[Log2Histogram.bucketOf(3_000)] = 95;
+        DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
+        assertTrue(verdicts(w, new DiskHistory()).contains("bimodal_retries warning"));
+        w.iostat.ioTimeMs = 10 * (95 * 3 + 3 * 10);
+        assertEquals(List.of(), verdicts(w, new DiskHistory()));
+        // A disk's first window: its class known from its first sample, no interval of
+        // diskstats yet to weigh the device times against, so waiting is not ruled out.
+        DiskWindow first = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
+        first.iostat.samples = 0;
+        first.iostat.classKnown = true;
+        assertTrue(first.rotational() && !first.hasIostat());
+        assertEquals(List.of(), verdicts(first, new DiskHistory()));
     }
 
     private static long[] buckets(int bucket, long count) {
@@ -121,14 +143,25 @@ class DetectorsTest {
         return b;
     }
 
+    /**
+     * A window of one-second histograms of reads served one at a time, each at the middle
+     * of its bucket; the disk busy as long as their device times add up to.
+     */
     private static DiskWindow windowOfIntervals(List<long[]> intervals) {
         DiskWindow w = new SerialDisk("sdh", true).window();
         OpLatency reads = w.op("R");
+        long busyUs = 0;
         for (long[] b : intervals) {
             long count = java.util.Arrays.stream(b).sum();
+            long sumUs = 0;
+            for (int i = 0; i < b.length; i++) {
+                sumUs += b[i] * (Log2Histogram.lowerEdgeUs(i) * 3 / 2);
+            }
             long maxUs = 1L << (b.length - 1);
-            reads.addDeviceInterval(b, count, count * maxUs, maxUs);
+            reads.addDeviceInterval(b, count, sumUs, maxUs);
+            busyUs += sumUs;
         }
+        w.iostat.ioTimeMs = busyUs / 1000;
         return w;
     }
 
@@ -218,6 +251,17 @@ class DetectorsTest {
     void doesNotTakeTrackCacheHitsForRetries() throws Exception {
         DiskWindow w = new SerialDisk("sdf", true).closedLoop(1, "R", 4096,
                 () -> random.nextDouble() < 0.3 ? uniform(0.2, 0.4) : uniform(0.5, 9) + uniform(0, REVOLUTION_5400_MS)).window();
+        assertEquals(List.of(), verdicts(w, new DiskHistory()));
+    }
+
+    @Test
+    void trackBufferHitsBesideMissesAreNotRetries() throws Exception {
+        // Most reads hit the drive's buffer in 0.5-0.9 ms (above the floor for cache hits,
+        // so they make the main mode); the misses seek and then wait for their own sector,
+        // spread over a revolution: a slower mode, but no copy of the main one moved by
+        // whole revolutions.
+        DiskWindow w = new SerialDisk("sdh", true).closedLoop(1, "R", 16384, () -> random.nextDouble() < 0.7
+                ? uniform(0.5, 0.9) : uniform(0.5, 8) + uniform(0, REVOLUTION_7200_MS)).window();
         assertEquals(List.of(), verdicts(w, new DiskHistory()));
     }
 
