@@ -36,8 +36,8 @@ public final class DiskDetector {
                 newIds.add(h.episodes.get(f.kind().wireName).anomalyId);
             });
         }
-        // A drive slower than its peers stays so between their hourly comparisons.
-        standingPeerFinding(h).ifPresent(findings::add);
+        // A drive slower than its peers stays so between their comparisons.
+        findings.addAll(standingPeerFindings(h));
         DiskHealth.step(DiskHealth.Span.of(w), h, findings, newIds).ifPresent(out::add);
         learn(w, h, findings);
         return out;
@@ -45,18 +45,31 @@ public final class DiskDetector {
 
     /** The health record an hour's comparison with the disk's peers causes, if any; its anomaly came with the comparison. */
     public static List<OutputRecord> onPeerVerdict(PeerVerdict v, DiskHistory h) {
-        h.peerEffect = v.effect;
-        h.peerReason = v.reason;
-        List<Finding> findings = standingPeerFinding(h).map(List::of).orElse(List.of());
+        if (PeerVerdict.MODEL.equals(v.source)) {
+            h.modelEffect = v.effect;
+            h.modelReason = v.reason;
+        } else {
+            h.peerEffect = v.effect;
+            h.peerReason = v.reason;
+        }
         List<String> cited = v.news && v.anomalyId != null ? List.of(v.anomalyId) : List.of();
-        DiskHealth.Span hour = new DiskHealth.Span(v.host, v.disk, v.hourStartNs, v.hourEndNs);
-        return DiskHealth.step(hour, h, findings, cited).map(List::of).orElse(List.of());
+        DiskHealth.Span span = new DiskHealth.Span(v.host, v.disk, v.hourStartNs, v.hourEndNs);
+        return DiskHealth.step(span, h, standingPeerFindings(h), cited).map(List::of).orElse(List.of());
     }
 
-    private static Optional<Finding> standingPeerFinding(DiskHistory h) {
-        Finding.HealthEffect effect = Finding.HealthEffect.valueOf(h.peerEffect);
-        return effect == Finding.HealthEffect.NONE ? Optional.empty()
-                : Optional.of(new Finding(Finding.Kind.SLOW_VS_PEERS, Finding.Severity.WARNING, h.peerReason, null, effect));
+    /** What the disk's peers last concluded about it, its host's (slow_vs_peers) and its model's (failing_disk). */
+    private static List<Finding> standingPeerFindings(DiskHistory h) {
+        List<Finding> standing = new ArrayList<>();
+        Finding.HealthEffect host = Finding.HealthEffect.valueOf(h.peerEffect);
+        if (host != Finding.HealthEffect.NONE) {
+            standing.add(new Finding(Finding.Kind.SLOW_VS_PEERS, Finding.Severity.WARNING, h.peerReason, null, host));
+        }
+        Finding.HealthEffect model = h.modelEffect == null ? Finding.HealthEffect.NONE : Finding.HealthEffect.valueOf(h.modelEffect);
+        if (model != Finding.HealthEffect.NONE) {
+            Finding.Severity severity = model == Finding.HealthEffect.FAILING ? Finding.Severity.CRITICAL : Finding.Severity.WARNING;
+            standing.add(new Finding(Finding.Kind.FAILING_DISK, severity, h.modelReason, null, model));
+        }
+        return standing;
     }
 
     /** The anomaly a finding raises: none while its episode already reported this severity. */

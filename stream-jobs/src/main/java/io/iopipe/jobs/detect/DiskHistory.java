@@ -18,6 +18,9 @@ public class DiskHistory {
     /** What comparing the disk with its peers last said about it (a {@link Finding.HealthEffect} name), and why. */
     public String peerEffect = Finding.HealthEffect.NONE.name();
     public String peerReason;
+    /** What comparing the disk with the other drives of its model last said about it (a {@link Finding.HealthEffect} name), and why. */
+    public String modelEffect = Finding.HealthEffect.NONE.name();
+    public String modelReason;
     /** The open episode of each kind of finding, by kind. */
     public Map<String, Episode> episodes = new HashMap<>();
 

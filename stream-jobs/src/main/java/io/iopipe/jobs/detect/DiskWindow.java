@@ -87,6 +87,34 @@ public class DiskWindow {
         return s;
     }
 
+    /**
+     * The window's small reads dispatched at a shallow queue, for comparing a flash drive
+     * with the other drives of its model; empty unless the drive is flash, tells its model,
+     * spent no more of its time writing than reading (programming and erasing its NAND
+     * holds its dies from its own reads, which its peers need not share) and some such
+     * reads were sampled.
+     */
+    public java.util.Optional<ShallowReads> shallowReads() {
+        if (!hasIostat() || iostat.rotational || iostat.model == null || iostat.model.isEmpty()
+                || iostat.writeTimeMs > iostat.readTimeMs) {
+            return java.util.Optional.empty();
+        }
+        List<IoEvent> small = events.stream().filter(e -> e.op.equals("R") && e.error == 0 && e.inflight > 0
+                && e.inflight <= ModelPeers.SHALLOW_QUEUE && e.bytes <= ModelPeers.SMALL_IO_BYTES).toList();
+        if (small.isEmpty()) {
+            return java.util.Optional.empty();
+        }
+        ShallowReads r = new ShallowReads();
+        r.host = host;
+        r.disk = disk;
+        r.model = iostat.model;
+        r.startNs = startNs;
+        r.endNs = endNs;
+        r.deviceUs = small.stream().mapToDouble(e -> e.deviceNs() / 1000.0).toArray();
+        r.weights = small.stream().mapToDouble(e -> e.sampleWeight).toArray();
+        return java.util.Optional.of(r);
+    }
+
     /** aqu-sz: mean requests in flight over the window. */
     public double queueSize() {
         return iostat.weightedIoTimeMs / (iostat.intervalNs / NS_PER_MS);

@@ -2,6 +2,7 @@ package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.PeerVerdict;
+import io.iopipe.jobs.detect.ShallowReads;
 import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DiskstatsSample;
@@ -133,9 +134,9 @@ public final class Pipeline {
     }
 
     /**
-     * The per-disk detectors and, per host, the comparison of each drive with its peers over
-     * the same windows (and over windows given as input); the comparison's verdicts join each
-     * disk's health.
+     * The per-disk detectors and the comparisons of each drive with its peers: per host, over
+     * the same windows (and over windows given as input); per model of flash drive, over their
+     * shallow reads. The comparisons' verdicts join each disk's health.
      */
     private static DataStream<OutputRecord> detectors(DataStream<DiskWindow> windows, DataStream<WindowSample> inputWindows,
                                                       Config config) {
@@ -147,11 +148,19 @@ public final class Pipeline {
                 .keyBy(WindowSample::peersKey)
                 .process(new ComparePeers(config.peerGrace.toNanos()))
                 .name("slow vs peers").uid("slow-vs-peers");
+        SingleOutputStreamOperator<OutputRecord> models = windows
+                .flatMap((DiskWindow w, Collector<ShallowReads> c) -> w.shallowReads().ifPresent(c::collect))
+                .returns(ShallowReads.class).name("shallow reads of flash").uid("shallow-reads")
+                .keyBy(r -> r.model)
+                .process(new CompareModelPeers())
+                .name("flash vs its model").uid("flash-vs-model");
+        DataStream<PeerVerdict> verdicts = peers.getSideOutput(ComparePeers.VERDICTS)
+                .union(models.getSideOutput(CompareModelPeers.VERDICTS));
         DataStream<OutputRecord> perDisk = windows.keyBy(DiskWindow::key)
-                .connect(peers.getSideOutput(ComparePeers.VERDICTS).keyBy(PeerVerdict::key))
+                .connect(verdicts.keyBy(PeerVerdict::key))
                 .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
                 .name("detectors").uid("detectors");
-        return perDisk.union(peers);
+        return perDisk.union(peers, models);
     }
 
     private static void requireMultiplesOfFirstWindow(List<Integer> seconds, String what, Config config) {

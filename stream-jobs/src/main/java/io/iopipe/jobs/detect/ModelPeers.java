@@ -1,0 +1,242 @@
+package io.iopipe.jobs.detect;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.OutputRecord;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * Fail-slow flash against the other drives of its model, fleet-wide. Drives of one model
+ * share their NAND, controller and firmware, so a small read dispatched at a shallow
+ * queue takes them about as long: its device time is the drive's service time, with no
+ * queue or transfer to speak of, and a workload can only change it by keeping the drive
+ * busy writing (see {@link DiskWindow#shallowReads}). A flash drive whose such reads take
+ * several times its model's is failing slowly, however far below any fixed flash ceiling
+ * they stay: 0.5 ms is ordinary for a SATA drive and five times an NVMe's.
+ * <ol>
+ * <li>each drive's level: the median device time of its most recent shallow small reads
+ *     (weighted by how many I/Os each stands for) within the last hour;</li>
+ * <li>the model's baseline: the median level of its drives, and their spread (a robust
+ *     sigma of the log levels), recomputed every minute of event time;</li>
+ * <li>a slow window: the drive's level at least {@link #MIN_RATIO} times the model's and
+ *     beyond its spread ({@link #Z_FENCE} sigmas);</li>
+ * <li>persistence: suspect (a warning) after {@link #SUSPECT_AFTER_WINDOWS} slow windows in a
+ *     row, failing (critical, a ticket) once slow for {@link #FAILING_AFTER_NS} without a break.</li>
+ * </ol>
+ */
+public final class ModelPeers {
+    public static final double SHALLOW_QUEUE = FailingDisk.SHALLOW_QUEUE;
+    /** Small enough that transfer is a few µs of the read on any flash interface. */
+    public static final long SMALL_IO_BYTES = 32 * 1024;
+    /** Reads a drive keeps, its latest: enough for a median, little state for a fleet. */
+    static final int KEPT_READS = 64;
+    static final int MIN_READS = 16;
+    public static final long HORIZON_NS = 3600L * 1_000_000_000L;
+    /** A model's typical read needs several drives: with fewer, one slow drive is half the norm. */
+    static final int MIN_DRIVES = 5;
+    public static final long BASELINE_EVERY_NS = 60L * 1_000_000_000L;
+    /**
+     * NAND pages of one drive differ in read time about twofold (a TLC cell's lower page
+     * against its upper), and the drives of one model share that mix; three times the
+     * model's is beyond it.
+     */
+    static final double MIN_RATIO = 3.0;
+    static final double Z_FENCE = 3.0;
+    static final double MAD_TO_SIGMA = 1.4826;
+    static final int SUSPECT_AFTER_WINDOWS = 3;
+    /** A stall of garbage collection or a neighbour's burst passes within a minute; ten of them slow is the drive. */
+    static final long FAILING_AFTER_NS = 10L * 60 * 1_000_000_000L;
+
+    private ModelPeers() {}
+
+    /** One drive of a model: its latest shallow reads and its run of slow windows; keyed state of its model. */
+    public static class Drive {
+        public String host;
+        public String disk;
+        public List<Long> endNs = new ArrayList<>();
+        public List<Double> deviceUs = new ArrayList<>();
+        public List<Double> weights = new ArrayList<>();
+        /** Start of its current run of slow windows, -1 when its last judged window was not slow. */
+        public long slowSinceNs = -1;
+        public int slowWindows;
+        /** What it last concluded about the drive's health, a {@link Finding.HealthEffect} name. */
+        public String effect = Finding.HealthEffect.NONE.name();
+
+        public Drive() {}
+
+        public void add(ShallowReads r) {
+            host = r.host;
+            disk = r.disk;
+            for (int i = 0; i < r.deviceUs.length; i++) {
+                endNs.add(r.endNs);
+                deviceUs.add(r.deviceUs[i]);
+                weights.add(r.weights[i]);
+            }
+            forgetBefore(r.endNs - HORIZON_NS);
+            int over = Math.max(0, deviceUs.size() - KEPT_READS);
+            endNs.subList(0, over).clear();
+            deviceUs.subList(0, over).clear();
+            weights.subList(0, over).clear();
+        }
+
+        public void forgetBefore(long sinceNs) {
+            int old = 0;
+            while (old < endNs.size() && endNs.get(old) < sinceNs) {
+                old++;
+            }
+            endNs.subList(0, old).clear();
+            deviceUs.subList(0, old).clear();
+            weights.subList(0, old).clear();
+        }
+
+        /** The weighted median device time of its kept reads; NaN with fewer than MIN_READS. */
+        double levelUs() {
+            if (deviceUs.size() < MIN_READS) {
+                return Double.NaN;
+            }
+            Integer[] order = new Integer[deviceUs.size()];
+            double total = 0;
+            for (int i = 0; i < order.length; i++) {
+                order[i] = i;
+                total += weights.get(i);
+            }
+            Arrays.sort(order, (a, b) -> Double.compare(deviceUs.get(a), deviceUs.get(b)));
+            double seen = 0;
+            for (int i : order) {
+                seen += weights.get(i);
+                if (seen >= total / 2) {
+                    return deviceUs.get(i);
+                }
+            }
+            return deviceUs.get(order[order.length - 1]);
+        }
+    }
+
+    /** The model's typical shallow read: the median of its drives' levels, their robust log spread. */
+    public static class Baseline {
+        public long computedAtNs;
+        public double medianUs = Double.NaN;
+        public double logSigma;
+        public int drives;
+
+        public Baseline() {}
+
+        public static Baseline of(Collection<Drive> drives, long atNs) {
+            double[] logs = drives.stream().mapToDouble(Drive::levelUs).filter(l -> !Double.isNaN(l) && l > 0)
+                    .map(Math::log).toArray();
+            Baseline b = new Baseline();
+            b.computedAtNs = atNs;
+            b.drives = logs.length;
+            if (logs.length > 0) {
+                double m = SlowVsPeers.median(logs);
+                b.medianUs = Math.exp(m);
+                b.logSigma = MAD_TO_SIGMA * SlowVsPeers.median(Arrays.stream(logs).map(x -> Math.abs(x - m)).toArray());
+            }
+            return b;
+        }
+
+        /**
+         * Whether to compute the baseline again before judging drive `d`: once a minute, and
+         * whenever `d` looks slow against it, so no drive is judged slow against a baseline
+         * older than its own reads (a change of the whole model's workload reaches every drive
+         * within a window or two).
+         */
+        public boolean dueFor(Drive d, long nowNs) {
+            return nowNs - computedAtNs >= BASELINE_EVERY_NS || slow(d.levelUs());
+        }
+
+        boolean slow(double levelUs) {
+            return drives >= MIN_DRIVES && !Double.isNaN(levelUs) && levelUs >= MIN_RATIO * medianUs && z(levelUs) >= Z_FENCE;
+        }
+
+        double z(double levelUs) {
+            double above = Math.log(levelUs) - Math.log(medianUs);
+            return logSigma > 0 ? above / logSigma : (above > 0 ? Double.POSITIVE_INFINITY : 0);
+        }
+    }
+
+    /** What one window of a drive's reads concludes: an anomaly when one opens or escalates, a verdict when its health effect changes. */
+    public record Judgement(Optional<OutputRecord> anomaly, Optional<PeerVerdict> verdict) {
+        static final Judgement NONE = new Judgement(Optional.empty(), Optional.empty());
+    }
+
+    /** Judges the drive `d` (its reads `r` already added) against its model's baseline `b`. */
+    public static Judgement judge(ShallowReads r, Drive d, Baseline b) {
+        double level = d.levelUs();
+        if (b == null || b.drives < MIN_DRIVES || Double.isNaN(level) || Double.isNaN(b.medianUs)) {
+            return Judgement.NONE;
+        }
+        double ratio = level / b.medianUs;
+        boolean slow = b.slow(level);
+        if (!slow) {
+            d.slowSinceNs = -1;
+            d.slowWindows = 0;
+        } else if (d.slowSinceNs < 0) {
+            d.slowSinceNs = r.startNs;
+            d.slowWindows = 1;
+        } else {
+            d.slowWindows++;
+        }
+        Finding.HealthEffect effect = !slow ? Finding.HealthEffect.NONE
+                : r.endNs - d.slowSinceNs >= FAILING_AFTER_NS ? Finding.HealthEffect.FAILING
+                : d.slowWindows >= SUSPECT_AFTER_WINDOWS ? Finding.HealthEffect.SUSPECT : Finding.HealthEffect.NONE;
+        Finding.HealthEffect before = Finding.HealthEffect.valueOf(d.effect);
+        if (effect == before) {
+            return Judgement.NONE;
+        }
+        d.effect = effect.name();
+        String summary = summary(r, d, b, level, ratio, effect);
+        Optional<OutputRecord> anomaly = Optional.empty();
+        String anomalyId = null;
+        if (effect.compareTo(before) > 0) {
+            Finding.Severity severity = effect == Finding.HealthEffect.FAILING ? Finding.Severity.CRITICAL : Finding.Severity.WARNING;
+            anomalyId = Ids.of(r.host, r.disk, Finding.Kind.FAILING_DISK.wireName, "model", Long.toString(d.slowSinceNs), severity.name());
+            anomaly = Optional.of(DiskDetector.anomalyRecord(anomalyId, r.host, r.disk, Finding.Kind.FAILING_DISK, severity,
+                    d.slowSinceNs, r.endNs, summary, evidence(r, d, b, level, ratio)));
+        }
+        PeerVerdict v = new PeerVerdict();
+        v.host = r.host;
+        v.disk = r.disk;
+        v.hourStartNs = r.startNs;
+        v.hourEndNs = r.endNs;
+        v.effect = effect.name();
+        v.reason = summary;
+        v.news = anomaly.isPresent();
+        v.anomalyId = anomalyId;
+        v.source = PeerVerdict.MODEL;
+        return new Judgement(anomaly, Optional.of(v));
+    }
+
+    private static String summary(ShallowReads r, Drive d, Baseline b, double level, double ratio, Finding.HealthEffect effect) {
+        String against = String.format(Locale.ROOT, "small reads at a shallow queue take %.3f ms, %.1fx the %.3f ms of the %d drives of its model %s",
+                level / 1000, ratio, b.medianUs / 1000, b.drives, r.model);
+        return switch (effect) {
+            case FAILING -> "failing: " + against + ", for " + (r.endNs - d.slowSinceNs) / 60_000_000_000L + " min";
+            case SUSPECT -> "fail-slow suspect: " + against + ", " + d.slowWindows + " windows in a row";
+            case NONE -> "keeps up with its model again: " + against;
+        };
+    }
+
+    private static ObjectNode evidence(ShallowReads r, Drive d, Baseline b, double level, double ratio) {
+        ObjectNode n = Json.object();
+        n.put("window_start_ns", r.startNs);
+        n.put("window_end_ns", r.endNs);
+        n.put("model", r.model);
+        n.put("shallow_read_ms", Evidence.round(level / 1000));
+        n.put("model_read_ms", Evidence.round(b.medianUs / 1000));
+        n.put("slowdown_ratio", Evidence.round(ratio));
+        n.put("robust_z", Evidence.round(b.z(level)));
+        n.put("model_spread_pct", Evidence.round(100 * Math.expm1(b.logSigma)));
+        n.put("model_drives", b.drives);
+        n.put("reads_judged", d.deviceUs.size());
+        n.put("queue_depth_at_most", SHALLOW_QUEUE);
+        n.put("slow_since_ns", d.slowSinceNs);
+        n.put("slow_windows_in_a_row", d.slowWindows);
+        return n;
+    }
+}

@@ -1,0 +1,23 @@
+package io.iopipe.jobs.detect;
+
+/**
+ * One flash drive's small reads dispatched at a shallow queue in one window: their device
+ * times and how many I/Os each stands for. At a shallow queue and a small size a flash
+ * read's device time is its service time, which drives of one model share: what
+ * {@link ModelPeers} compares.
+ */
+public class ShallowReads {
+    public String host;
+    public String disk;
+    public String model;
+    public long startNs;
+    public long endNs;
+    public double[] deviceUs;
+    public double[] weights;
+
+    public ShallowReads() {}
+
+    public String key() {
+        return io.iopipe.jobs.records.OutputRecord.diskKey(host, disk);
+    }
+}

@@ -1,0 +1,95 @@
+package io.iopipe.jobs.pipeline;
+
+import io.iopipe.jobs.detect.ModelPeers;
+import io.iopipe.jobs.detect.PeerVerdict;
+import io.iopipe.jobs.detect.ShallowReads;
+import io.iopipe.jobs.records.OutputRecord;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
+
+/**
+ * Per model of flash drive, fleet-wide: each drive's shallow small reads against the
+ * model's baseline ({@link ModelPeers}). Its failing_disk anomalies come out here; each
+ * drive's verdict goes on to its own health state. The baseline is recomputed once a
+ * minute of event time, so a record costs its own drive's state, not the whole model's;
+ * drives not heard from within the horizon are dropped then, and a model silent that long
+ * on the wall clock is forgotten.
+ */
+public class CompareModelPeers extends KeyedProcessFunction<String, ShallowReads, OutputRecord> {
+    public static final OutputTag<PeerVerdict> VERDICTS = new OutputTag<>("model-verdicts") {};
+    private static final long FORGET_AFTER_MS = ModelPeers.HORIZON_NS / 1_000_000L;
+    private transient MapState<String, ModelPeers.Drive> drives;
+    private transient ValueState<ModelPeers.Baseline> baseline;
+    private transient Silence silence;
+    private transient Counter windowsJudged;
+    private transient Counter modelsForgotten;
+
+    @Override
+    public void open(OpenContext openContext) {
+        drives = getRuntimeContext().getMapState(new MapStateDescriptor<>("model-drives", String.class, ModelPeers.Drive.class));
+        baseline = getRuntimeContext().getState(new ValueStateDescriptor<>("model-baseline", ModelPeers.Baseline.class));
+        silence = new Silence(getRuntimeContext());
+        windowsJudged = getRuntimeContext().getMetricGroup().counter("model_windows_judged_total");
+        modelsForgotten = getRuntimeContext().getMetricGroup().counter("models_forgotten_total");
+    }
+
+    @Override
+    public void processElement(ShallowReads r, Context ctx, Collector<OutputRecord> out) throws Exception {
+        ModelPeers.Drive d = drives.get(r.key());
+        if (d == null) {
+            d = new ModelPeers.Drive();
+        }
+        d.add(r);
+        drives.put(r.key(), d);
+        ModelPeers.Baseline b = baseline.value();
+        if (b == null || b.dueFor(d, r.endNs)) {
+            b = ModelPeers.Baseline.of(liveDrives(r.endNs - ModelPeers.HORIZON_NS), r.endNs);
+            baseline.update(b);
+        }
+        ModelPeers.Judgement j = ModelPeers.judge(r, d, b);
+        drives.put(r.key(), d);
+        j.anomaly().ifPresent(out::collect);
+        j.verdict().ifPresent(v -> ctx.output(VERDICTS, v));
+        windowsJudged.inc();
+        silence.heard(ctx.timerService(), FORGET_AFTER_MS);
+    }
+
+    /** The drives heard from since `sinceNs`; the others are dropped. */
+    private List<ModelPeers.Drive> liveDrives(long sinceNs) throws Exception {
+        List<ModelPeers.Drive> live = new ArrayList<>();
+        Iterator<Map.Entry<String, ModelPeers.Drive>> it = drives.iterator();
+        while (it.hasNext()) {
+            ModelPeers.Drive d = it.next().getValue();
+            d.forgetBefore(sinceNs);
+            if (d.endNs.isEmpty()) {
+                it.remove();
+            } else {
+                live.add(d);
+            }
+        }
+        return live;
+    }
+
+    @Override
+    public void onTimer(long timestamp, OnTimerContext ctx, Collector<OutputRecord> out) throws Exception {
+        if (silence.silentForMs(ctx.timerService()) >= FORGET_AFTER_MS) {
+            drives.clear();
+            baseline.clear();
+            silence.clear();
+            modelsForgotten.inc();
+        } else {
+            silence.checkAfterLastHeard(ctx.timerService(), FORGET_AFTER_MS);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+package io.iopipe.jobs.detect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.OutputRecord;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class ModelPeersTest {
+    static final long START_NS = 1_763_683_200_000_000_000L;
+    static final long WINDOW_NS = 10_000_000_000L;
+
+    /**
+     * Flash drives of one model spread over many hosts, each window sending a few sampled
+     * small reads dispatched at a shallow queue: its own service time (70-110 µs, lognormal
+     * per read) times the drive's slowdown. The model's state is kept as the job keeps it.
+     */
+    static final class Fleet {
+        final Random random = new Random(11);
+        final Map<String, Double> serviceUs = new HashMap<>();
+        final Map<String, Double> slowdown = new HashMap<>();
+        final Map<String, ModelPeers.Drive> drives = new HashMap<>();
+        ModelPeers.Baseline baseline;
+        final List<JsonNode> anomalies = new ArrayList<>();
+        final Map<String, String> effect = new HashMap<>();
+
+        Fleet(int drives) {
+            for (int d = 0; d < drives; d++) {
+                serviceUs.put("host" + d + "/nvme0n1", 70 + 40 * random.nextDouble());
+            }
+        }
+
+        void window(long startNs) throws Exception {
+            for (Map.Entry<String, Double> d : serviceUs.entrySet()) {
+                ShallowReads r = new ShallowReads();
+                r.host = d.getKey().split("/")[0];
+                r.disk = "nvme0n1";
+                r.model = "NVMe-A 1TB";
+                r.startNs = startNs;
+                r.endNs = startNs + WINDOW_NS;
+                r.deviceUs = new double[8];
+                r.weights = new double[8];
+                for (int i = 0; i < 8; i++) {
+                    r.deviceUs[i] = d.getValue() * slowdown.getOrDefault(d.getKey(), 1.0) * Math.exp(0.3 * random.nextGaussian());
+                    r.weights[i] = 1000;
+                }
+                ModelPeers.Drive drive = drives.computeIfAbsent(d.getKey(), k -> new ModelPeers.Drive());
+                drive.add(r);
+                if (baseline == null || baseline.dueFor(drive, r.endNs)) {
+                    baseline = ModelPeers.Baseline.of(drives.values(), r.endNs);
+                }
+                ModelPeers.Judgement j = ModelPeers.judge(r, drive, baseline);
+                for (OutputRecord a : j.anomaly().stream().toList()) {
+                    anomalies.add(Json.parseObject(a.json));
+                }
+                j.verdict().ifPresent(v -> effect.put(d.getKey(), v.effect));
+            }
+        }
+
+        void minutes(long fromNs, int minutes) throws Exception {
+            for (long t = fromNs; t < fromNs + minutes * 60 * 1_000_000_000L; t += WINDOW_NS) {
+                window(t);
+            }
+        }
+    }
+
+    static final long MINUTE_NS = 60 * 1_000_000_000L;
+
+    @Test
+    void aFlashDriveFiveTimesSlowerThanItsModelIsSuspectThenFailing() throws Exception {
+        Fleet fleet = new Fleet(12);
+        fleet.minutes(START_NS, 10);
+        assertEquals(List.of(), fleet.anomalies, "drives of one model within their spread are healthy");
+        fleet.slowdown.put("host3/nvme0n1", 5.0);
+        fleet.minutes(START_NS + 10 * MINUTE_NS, 3);
+        assertEquals(1, fleet.anomalies.size(), fleet.anomalies.toString());
+        JsonNode suspect = fleet.anomalies.get(0);
+        assertEquals("host3", suspect.get("host").asText());
+        assertEquals("failing_disk", suspect.get("kind").asText());
+        assertEquals("warning", suspect.get("severity").asText());
+        JsonNode evidence = suspect.get("evidence");
+        assertTrue(evidence.get("slowdown_ratio").asDouble() > 3, evidence.toString());
+        assertEquals(12, evidence.get("model_drives").asInt());
+        assertEquals("SUSPECT", fleet.effect.get("host3/nvme0n1"));
+        fleet.minutes(START_NS + 13 * MINUTE_NS, 10);
+        assertEquals(List.of("warning", "critical"), fleet.anomalies.stream().map(a -> a.get("severity").asText()).toList());
+        assertEquals("FAILING", fleet.effect.get("host3/nvme0n1"));
+        assertEquals(1, fleet.effect.size(), "no other drive was judged slow: " + fleet.effect);
+    }
+
+    @Test
+    void aDriveThatKeepsUpAgainIsHealthyAndAModelSlowAsAWholeIsNoDriveFailing() throws Exception {
+        Fleet fleet = new Fleet(8);
+        fleet.minutes(START_NS, 5);
+        fleet.slowdown.put("host1/nvme0n1", 6.0);
+        fleet.minutes(START_NS + 5 * MINUTE_NS, 2);
+        assertEquals("SUSPECT", fleet.effect.get("host1/nvme0n1"));
+        fleet.slowdown.clear();
+        fleet.minutes(START_NS + 7 * MINUTE_NS, 2);
+        assertEquals("NONE", fleet.effect.get("host1/nvme0n1"));
+        // Firmware or a shared workload making every drive of the model slower: no drive is
+        // slower than its peers.
+        fleet.serviceUs.replaceAll((k, v) -> v * 5);
+        fleet.minutes(START_NS + 9 * MINUTE_NS, 30);
+        assertEquals(1, fleet.anomalies.size(), fleet.anomalies.toString());
+    }
+
+    @Test
+    void fewerDrivesThanAModelNeedsAreNotJudged() throws Exception {
+        Fleet fleet = new Fleet(ModelPeers.MIN_DRIVES - 1);
+        fleet.slowdown.put("host0/nvme0n1", 25.0);
+        fleet.minutes(START_NS, 30);
+        assertEquals(List.of(), fleet.anomalies);
+    }
+}
