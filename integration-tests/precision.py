@@ -36,7 +36,13 @@ from scenarios import SAMPLE_PHASE_NS, SECOND_NS, SECTOR_BYTES, START_NS
 
 INTERVAL_NS = 10 * SECOND_NS
 MINUTES = 30
-EVENTS_PER_OP = 16  # per interval: a uniform sample of the I/Os, weighted by how many each stands for
+# The agent's sampling defaults (iopipe-agent run --help): 1 in --uniform-every I/Os, every
+# outlier past --outlier-quantile's log2 bucket or --outlier-ceiling-ms, every I/O of a disk
+# completing fewer than --quiet-ios a second.
+UNIFORM_EVERY = 1000
+OUTLIER_QUANTILE = 0.999
+OUTLIER_CEILING_US = 500_000
+QUIET_IOS = 20
 HOST_PREFIX = "prec-"
 US = 1000  # ns
 
@@ -235,6 +241,7 @@ class SimulatedDisk:
         self.totals = dict(reads=0, read_sectors=0, read_ms=0, writes=0, write_sectors=0, write_ms=0,
                            busy_ms=0, weighted_ms=0)
         self.sector = rng.randrange(1 << 30)
+        self.sampling = random.Random(rng.random())
 
     def second(self, index):
         """The records of interval `index` (named as fleet.HealthyDisk's)."""
@@ -276,16 +283,32 @@ class SimulatedDisk:
         return out
 
     def events(self, op, end, ios, count):
-        chosen = ios[::max(1, len(ios) // EVENTS_PER_OP)]
-        weight = count / len(chosen)
+        """The interval's events as the agent samples them (its default settings): every I/O
+        of a quiet disk (fewer than QUIET_IOS a second); else every outlier (device time past
+        the log2 bucket of the interval's 99.9th percentile, or total time past the ceiling)
+        and 1 in UNIFORM_EVERY of the others, weighted by it. A drawn I/O stands for `count`
+        / len(ios) of the disk's; its flight recorder is left out."""
+        scale = count / len(ios)
+        if count < QUIET_IOS * INTERVAL_NS / SECOND_NS:
+            picked = [(io, "all", scale) for io in ios]
+        else:
+            device = sorted(io[2] for io in ios)
+            p999 = device[min(len(device) - 1, int(OUTLIER_QUANTILE * len(device)))]
+            past_bucket = 1 << int(p999).bit_length()
+            picked = []
+            for io in ios:
+                if io[2] >= past_bucket or io[2] + io[3] > OUTLIER_CEILING_US:
+                    picked.append((io, "outlier", scale))
+                elif self.sampling.random() < scale / UNIFORM_EVERY:
+                    picked.append((io, "uniform", float(UNIFORM_EVERY)))
         out = []
-        for i, (_, size, device_us, queue_us, inflight, *_) in enumerate(chosen):
-            complete = end - INTERVAL_NS + (i + 1) * INTERVAL_NS // (len(chosen) + 1)
+        for i, ((_, size, device_us, queue_us, inflight, *_), reason, weight) in enumerate(picked):
+            complete = end - INTERVAL_NS + (i + 1) * INTERVAL_NS // (len(picked) + 1)
             self.sector += size // SECTOR_BYTES
             out.append({"schema": "io.event.v1", "host": self.host, "disk": self.name, "op": op, "bytes": size,
                         "sector": self.sector, "issue_ns": complete - int(device_us * US), "complete_ns": complete,
                         "queue_ns": int(queue_us * US), "inflight": inflight, "error": 0, "comm": "app", "pid": 4242,
-                        "sample_reason": "uniform", "sample_weight": max(1.0, weight)})
+                        "sample_reason": reason, "sample_weight": max(1.0, weight)})
         return out
 
     def add(self, op, ios, count):

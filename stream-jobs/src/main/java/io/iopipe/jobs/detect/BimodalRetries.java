@@ -65,12 +65,21 @@ public final class BimodalRetries {
     /** Events a mode (or the shallow I/Os) needs before what they say of it counts. */
     static final int MIN_EVENTS = 10;
     /**
-     * How much wider than the main mode a mode of retries may be: half a revolution of the
-     * fastest common disk (15k rpm). A retried I/O pays its first attempt again, so retries
-     * are the main mode moved by whole revolutions and no wider; a mode of I/Os that each
-     * wait for their own sector (cache misses, long seeks) spreads over a revolution or more.
+     * How many times the waiting steady arrivals make (M/M/1) a window must hold on average
+     * to have come in bursts. Service time that varies more raises the steady queue (M/G/1:
+     * (1 + C^2) / 2 times M/M/1's; a mode of reads retried a revolution or more later keeps
+     * C^2 below 2, within a factor of 1.5), so twice is beyond it.
      */
-    static final double COPY_SPREAD_ALLOWANCE_US = 60_000_000.0 / 15_000 / 2;
+    static final double BURSTY_QUEUE_FACTOR = 2.0;
+    /**
+     * How much wider than the main mode a mode of retries may be: a quarter revolution of
+     * the fastest common disk (15k rpm), for the bins and a retry's own jitter. A retried
+     * I/O pays its first attempt again, so retries are the main mode moved by whole
+     * revolutions and no wider; I/Os that each wait for their own sector (cache misses,
+     * long seeks) wait uniformly up to a revolution, whose interquartile range alone is half
+     * a revolution: twice the allowance at 15k rpm, more at slower speeds.
+     */
+    static final double COPY_SPREAD_ALLOWANCE_US = 60_000_000.0 / 15_000 / 4;
 
     private BimodalRetries() {}
 
@@ -178,8 +187,8 @@ public final class BimodalRetries {
     /**
      * Whether the slower mode's I/Os say what it is instead of retries: larger I/Os, or
      * waiting. Waiting shows as a mode that vanishes among the I/Os dispatched at a shallow
-     * queue; where too few events tell that, a mode the disk's own queue held time enough
-     * to make is waiting too (a burst's tail, which the window's mean depth averages away).
+     * queue; where too few events tell that, a mode a burst's queue held time enough to
+     * make is waiting too (a burst's tail, which the window's mean depth averages away).
      */
     static boolean explainedOtherwise(DiskWindow w, Shape shape, Mode main, Mode slower, List<IoEvent> events) {
         ModeIos mainIos = ModeIos.of(shape, main, events);
@@ -189,29 +198,35 @@ public final class BimodalRetries {
         return switch (atShallowQueue(shape, main, mainIos.depth(), slower, events)) {
             case VANISHES -> true;
             case PERSISTS -> false;
-            case UNTOLD -> deviceQueueHoldsIt(w, shape, main, slower);
+            case UNTOLD -> burstsQueueHeldIt(w, shape, main, slower);
         };
     }
 
     /**
-     * Whether the disk's own queue held time enough to make the slower mode: on a disk that
-     * serves one I/O at a time, device time beyond its busy time is time I/Os spent at the
-     * device waiting for one another (the sum of every op's device times less io_time,
-     * which also counts the block layer's queue, so this errs low). A retry keeps the arm
-     * busy; it adds no waiting (but for the I/Os that arrive during it). Waiting as long as
-     * the least the slower mode's I/Os can have taken beyond the main mode's time says the
-     * mode can be waiting alone. A window without diskstats (a disk's first) cannot rule
+     * Whether the window's I/Os came in bursts whose queue held time enough to make the
+     * slower mode. Bursts: more waiting than steady arrivals make at the disk's
+     * utilisation rho: a queue fed steadily has rho^2/(1-rho) waiting on average besides
+     * the one in service (M/M/1), and a retry's extra revolution raises that by less than
+     * BURSTY_QUEUE_FACTOR; aqu-sz less utilisation is what waited. Held time: on a disk that serves one I/O
+     * at a time, device time beyond its busy time is time I/Os waited for one another at
+     * the device (every op's device times less io_time, which also counts the block
+     * layer's queue, so this errs low); waiting as long as the least the slower mode's I/Os
+     * took beyond the main mode's time can make the mode alone. Steady load at a high
+     * utilisation (S2's retries at 97%) queues as much as retries do and is not excused. A
+     * disk's first window (its class known, no interval of diskstats yet) cannot rule
      * waiting out.
      */
-    static boolean deviceQueueHoldsIt(DiskWindow w, Shape shape, Mode main, Mode slower) {
+    static boolean burstsQueueHeldIt(DiskWindow w, Shape shape, Mode main, Mode slower) {
         if (!w.hasIostat()) {
-            return true;  // no busy time to weigh it against (a disk's first window): waiting is not ruled out
+            return w.classKnown();
         }
-        if (!w.rotational()) {
+        double utilisation = w.utilFraction();
+        if (!w.rotational() || utilisation >= 1) {
             return false;
         }
+        boolean bursty = w.queueSize() - utilisation > BURSTY_QUEUE_FACTOR * utilisation * utilisation / (1 - utilisation);
         double waitingUs = w.deviceAllOps().sumUs - w.iostat.ioTimeMs * 1000.0;
-        return waitingUs >= shape.leastTotalUs(slower) - slower.weight() * main.medianUs();
+        return bursty && waitingUs >= shape.leastTotalUs(slower) - slower.weight() * main.medianUs();
     }
 
     /**

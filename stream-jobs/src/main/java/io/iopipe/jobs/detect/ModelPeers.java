@@ -14,19 +14,23 @@ import java.util.Optional;
  * Fail-slow flash against the other drives of its model, fleet-wide. Drives of one model
  * share their NAND, controller and firmware, so a small read dispatched at a shallow
  * queue takes them about as long: its device time is the drive's service time, with no
- * queue or transfer to speak of, and a workload can only change it by keeping the drive
- * busy writing (see {@link DiskWindow#shallowReads}). A flash drive whose such reads take
- * several times its model's is failing slowly, however far below any fixed flash ceiling
- * they stay: 0.5 ms is ordinary for a SATA drive and five times an NVMe's.
+ * queue or transfer to speak of. A workload changes it most by keeping the drive busy
+ * writing (so such windows are left out: see {@link DiskWindow#shallowReads}), and by
+ * where its data lies (an SLC cache reads 2-4 times faster than folded QLC): the model's
+ * spread takes in what its drives do. A flash drive whose such reads take several times
+ * its model's is failing slowly, however far below any fixed flash ceiling they stay:
+ * 0.5 ms is ordinary for a SATA drive and five times an NVMe's.
  * <ol>
  * <li>each drive's level: the median device time of its most recent shallow small reads
  *     (weighted by how many I/Os each stands for) within the last hour;</li>
  * <li>the model's baseline: the median level of its drives, and their spread (a robust
- *     sigma of the log levels), recomputed every minute of event time;</li>
+ *     sigma of the log levels), computed again about once a window of every drive;</li>
  * <li>a slow window: the drive's level at least {@link #MIN_RATIO} times the model's and
- *     beyond its spread ({@link #Z_FENCE} sigmas);</li>
+ *     beyond its spread ({@link #Z_FENCE} sigmas); one found slow stays so down to
+ *     {@link #KEEPS_UP_RATIO};</li>
  * <li>persistence: suspect (a warning) after {@link #SUSPECT_AFTER_WINDOWS} slow windows in a
- *     row, failing (critical, a ticket) once slow for {@link #FAILING_AFTER_NS} without a break.</li>
+ *     row, failing (critical, a ticket) once the run has lasted {@link #FAILING_AFTER_NS};
+ *     slow windows more than {@link #RUN_GAP_NS} apart are two runs.</li>
  * </ol>
  */
 public final class ModelPeers {
@@ -39,7 +43,6 @@ public final class ModelPeers {
     public static final long HORIZON_NS = 3600L * 1_000_000_000L;
     /** A model's typical read needs several drives: with fewer, one slow drive is half the norm. */
     static final int MIN_DRIVES = 5;
-    public static final long BASELINE_EVERY_NS = 60L * 1_000_000_000L;
     /**
      * NAND pages of one drive differ in read time about twofold (a TLC cell's lower page
      * against its upper), and the drives of one model share that mix; three times the
@@ -48,9 +51,15 @@ public final class ModelPeers {
     static final double MIN_RATIO = 3.0;
     static final double Z_FENCE = 3.0;
     static final double MAD_TO_SIGMA = 1.4826;
+    /** A drive found slow stays so until it is back within twice its model's: no flapping about the threshold. */
+    static final double KEEPS_UP_RATIO = 2.0;
     static final int SUSPECT_AFTER_WINDOWS = 3;
     /** A stall of garbage collection or a neighbour's burst passes within a minute; ten of them slow is the drive. */
     static final long FAILING_AFTER_NS = 10L * 60 * 1_000_000_000L;
+    /** Slow windows further apart than this (none of its reads judged between) are two runs, not one. */
+    static final long RUN_GAP_NS = 60L * 1_000_000_000L;
+
+    static final String NONE_EFFECT = Finding.HealthEffect.NONE.name();
 
     private ModelPeers() {}
 
@@ -63,7 +72,10 @@ public final class ModelPeers {
         public List<Double> weights = new ArrayList<>();
         /** Start of its current run of slow windows, -1 when its last judged window was not slow. */
         public long slowSinceNs = -1;
+        public long slowUntilNs = -1;
         public int slowWindows;
+        /** When its reads last came, on the job's wall clock: a drive unheard for the horizon leaves its model. */
+        public long lastHeardMs;
         /** What it last concluded about the drive's health, a {@link Finding.HealthEffect} name. */
         public String effect = Finding.HealthEffect.NONE.name();
 
@@ -94,16 +106,22 @@ public final class ModelPeers {
             weights.subList(0, old).clear();
         }
 
-        /** The weighted median device time of its kept reads; NaN with fewer than MIN_READS. */
+        /**
+         * The weighted median device time of its kept reads; NaN where they weigh as little
+         * as fewer than MIN_READS reads of equal weight would (Kish's effective sample size:
+         * one read standing for a thousand among a few standing for one is one read).
+         */
         double levelUs() {
-            if (deviceUs.size() < MIN_READS) {
-                return Double.NaN;
-            }
             Integer[] order = new Integer[deviceUs.size()];
             double total = 0;
+            double squares = 0;
             for (int i = 0; i < order.length; i++) {
                 order[i] = i;
                 total += weights.get(i);
+                squares += weights.get(i) * weights.get(i);
+            }
+            if (order.length == 0 || total * total / squares < MIN_READS) {
+                return Double.NaN;
             }
             Arrays.sort(order, (a, b) -> Double.compare(deviceUs.get(a), deviceUs.get(b)));
             double seen = 0;
@@ -117,20 +135,26 @@ public final class ModelPeers {
         }
     }
 
-    /** The model's typical shallow read: the median of its drives' levels, their robust log spread. */
+    /**
+     * The model's typical shallow read: the median of its drives' levels (of the drives with
+     * one), their robust log spread. Computed again once the model has had as many windows
+     * as it has drives since (about one window of each: drives keep their own clocks, so
+     * counting records, not time, keeps a host whose clock runs ahead from holding it back).
+     */
     public static class Baseline {
-        public long computedAtNs;
         public double medianUs = Double.NaN;
         public double logSigma;
         public int drives;
+        public int drivesHeard;
+        public int windowsSince;
 
         public Baseline() {}
 
-        public static Baseline of(Collection<Drive> drives, long atNs) {
+        public static Baseline of(Collection<Drive> drives) {
             double[] logs = drives.stream().mapToDouble(Drive::levelUs).filter(l -> !Double.isNaN(l) && l > 0)
                     .map(Math::log).toArray();
             Baseline b = new Baseline();
-            b.computedAtNs = atNs;
+            b.drivesHeard = drives.size();
             b.drives = logs.length;
             if (logs.length > 0) {
                 double m = SlowVsPeers.median(logs);
@@ -141,17 +165,20 @@ public final class ModelPeers {
         }
 
         /**
-         * Whether to compute the baseline again before judging drive `d`: once a minute, and
-         * whenever `d` looks slow against it, so no drive is judged slow against a baseline
-         * older than its own reads (a change of the whole model's workload reaches every drive
-         * within a window or two).
+         * Counts a window of the model and says whether to compute the baseline again before
+         * judging drive `d`: once about every drive has sent one, and whenever `d` looks slow
+         * against it, so no drive is judged slow against a baseline older than its own reads
+         * (a change of the whole model's workload reaches every drive within a window or two).
          */
-        public boolean dueFor(Drive d, long nowNs) {
-            return nowNs - computedAtNs >= BASELINE_EVERY_NS || slow(d.levelUs());
+        public boolean dueFor(Drive d) {
+            windowsSince++;
+            return windowsSince >= Math.max(MIN_DRIVES, drivesHeard) || slow(d.levelUs(), !NONE_EFFECT.equals(d.effect));
         }
 
-        boolean slow(double levelUs) {
-            return drives >= MIN_DRIVES && !Double.isNaN(levelUs) && levelUs >= MIN_RATIO * medianUs && z(levelUs) >= Z_FENCE;
+        /** Slow against the model: beyond MIN_RATIO and its spread; one already found slow stays so down to KEEPS_UP_RATIO. */
+        boolean slow(double levelUs, boolean foundSlow) {
+            double ratio = foundSlow ? KEEPS_UP_RATIO : MIN_RATIO;
+            return drives >= MIN_DRIVES && !Double.isNaN(levelUs) && levelUs >= ratio * medianUs && (foundSlow || z(levelUs) >= Z_FENCE);
         }
 
         double z(double levelUs) {
@@ -172,19 +199,22 @@ public final class ModelPeers {
             return Judgement.NONE;
         }
         double ratio = level / b.medianUs;
-        boolean slow = b.slow(level);
+        boolean slow = b.slow(level, !NONE_EFFECT.equals(d.effect));
         if (!slow) {
             d.slowSinceNs = -1;
             d.slowWindows = 0;
-        } else if (d.slowSinceNs < 0) {
+        } else if (d.slowSinceNs < 0 || r.startNs - d.slowUntilNs > RUN_GAP_NS) {
             d.slowSinceNs = r.startNs;
             d.slowWindows = 1;
         } else {
             d.slowWindows++;
         }
-        Finding.HealthEffect effect = !slow ? Finding.HealthEffect.NONE
-                : r.endNs - d.slowSinceNs >= FAILING_AFTER_NS ? Finding.HealthEffect.FAILING
-                : d.slowWindows >= SUSPECT_AFTER_WINDOWS ? Finding.HealthEffect.SUSPECT : Finding.HealthEffect.NONE;
+        d.slowUntilNs = slow ? r.endNs : -1;
+        Finding.HealthEffect effect = !slow || d.slowWindows < SUSPECT_AFTER_WINDOWS ? Finding.HealthEffect.NONE
+                : r.endNs - d.slowSinceNs >= FAILING_AFTER_NS ? Finding.HealthEffect.FAILING : Finding.HealthEffect.SUSPECT;
+        if (slow && effect == Finding.HealthEffect.NONE && !NONE_EFFECT.equals(d.effect)) {
+            effect = Finding.HealthEffect.valueOf(d.effect);  // a run broken by a gap keeps what it had found
+        }
         Finding.HealthEffect before = Finding.HealthEffect.valueOf(d.effect);
         if (effect == before) {
             return Judgement.NONE;
@@ -199,17 +229,34 @@ public final class ModelPeers {
             anomaly = Optional.of(DiskDetector.anomalyRecord(anomalyId, r.host, r.disk, Finding.Kind.FAILING_DISK, severity,
                     d.slowSinceNs, r.endNs, summary, evidence(r, d, b, level, ratio)));
         }
+        return new Judgement(anomaly, Optional.of(verdict(r.host, r.disk, r.startNs, r.endNs, effect, summary, anomalyId)));
+    }
+
+    /**
+     * The verdict that lets a drive's model finding lapse when the drive leaves its model's
+     * state (unheard for the horizon, or its model forgotten): empty when it had found nothing.
+     */
+    public static Optional<PeerVerdict> lapsed(Drive d, long atNs) {
+        if (NONE_EFFECT.equals(d.effect) || d.host == null) {
+            return Optional.empty();
+        }
+        return Optional.of(verdict(d.host, d.disk, atNs, atNs, Finding.HealthEffect.NONE,
+                "no small reads of it at a shallow queue for an hour: its model no longer judges it", null));
+    }
+
+    private static PeerVerdict verdict(String host, String disk, long startNs, long endNs, Finding.HealthEffect effect,
+                                       String reason, String anomalyId) {
         PeerVerdict v = new PeerVerdict();
-        v.host = r.host;
-        v.disk = r.disk;
-        v.hourStartNs = r.startNs;
-        v.hourEndNs = r.endNs;
+        v.host = host;
+        v.disk = disk;
+        v.hourStartNs = startNs;
+        v.hourEndNs = endNs;
         v.effect = effect.name();
-        v.reason = summary;
-        v.news = anomaly.isPresent();
+        v.reason = reason;
+        v.news = anomalyId != null;
         v.anomalyId = anomalyId;
         v.source = PeerVerdict.MODEL;
-        return new Judgement(anomaly, Optional.of(v));
+        return v;
     }
 
     private static String summary(ShallowReads r, Drive d, Baseline b, double level, double ratio, Finding.HealthEffect effect) {

@@ -21,10 +21,10 @@ import org.apache.flink.util.OutputTag;
 /**
  * Per model of flash drive, fleet-wide: each drive's shallow small reads against the
  * model's baseline ({@link ModelPeers}). Its failing_disk anomalies come out here; each
- * drive's verdict goes on to its own health state. The baseline is recomputed once a
- * minute of event time, so a record costs its own drive's state, not the whole model's;
- * drives not heard from within the horizon are dropped then, and a model silent that long
- * on the wall clock is forgotten.
+ * drive's verdict goes on to its own health state. The baseline is recomputed about once
+ * a window of every drive, so a record costs its own drive's state, not the whole
+ * model's; drives not heard from within the horizon of the wall clock leave the model then
+ * (their findings lapse), and a model silent that long is forgotten.
  */
 public class CompareModelPeers extends KeyedProcessFunction<String, ShallowReads, OutputRecord> {
     public static final OutputTag<PeerVerdict> VERDICTS = new OutputTag<>("model-verdicts") {};
@@ -46,17 +46,19 @@ public class CompareModelPeers extends KeyedProcessFunction<String, ShallowReads
 
     @Override
     public void processElement(ShallowReads r, Context ctx, Collector<OutputRecord> out) throws Exception {
+        long nowMs = ctx.timerService().currentProcessingTime();
         ModelPeers.Drive d = drives.get(r.key());
         if (d == null) {
             d = new ModelPeers.Drive();
         }
         d.add(r);
+        d.lastHeardMs = nowMs;
         drives.put(r.key(), d);
         ModelPeers.Baseline b = baseline.value();
-        if (b == null || b.dueFor(d, r.endNs)) {
-            b = ModelPeers.Baseline.of(liveDrives(r.endNs - ModelPeers.HORIZON_NS), r.endNs);
-            baseline.update(b);
+        if (b == null || b.dueFor(d)) {
+            b = ModelPeers.Baseline.of(drivesHeardSince(nowMs - FORGET_AFTER_MS, r.endNs, ctx));
         }
+        baseline.update(b);
         ModelPeers.Judgement j = ModelPeers.judge(r, d, b);
         drives.put(r.key(), d);
         j.anomaly().ifPresent(out::collect);
@@ -65,25 +67,31 @@ public class CompareModelPeers extends KeyedProcessFunction<String, ShallowReads
         silence.heard(ctx.timerService(), FORGET_AFTER_MS);
     }
 
-    /** The drives heard from since `sinceNs`; the others are dropped. */
-    private List<ModelPeers.Drive> liveDrives(long sinceNs) throws Exception {
-        List<ModelPeers.Drive> live = new ArrayList<>();
+    /**
+     * The model's drives heard from since `sinceMs` on the wall clock (each drive's own
+     * clock may differ from the others'); the others leave the model, their findings lapsing.
+     */
+    private List<ModelPeers.Drive> drivesHeardSince(long sinceMs, long nowNs, Context ctx) throws Exception {
+        List<ModelPeers.Drive> heard = new ArrayList<>();
         Iterator<Map.Entry<String, ModelPeers.Drive>> it = drives.iterator();
         while (it.hasNext()) {
             ModelPeers.Drive d = it.next().getValue();
-            d.forgetBefore(sinceNs);
-            if (d.endNs.isEmpty()) {
+            if (d.lastHeardMs < sinceMs) {
+                ModelPeers.lapsed(d, nowNs).ifPresent(v -> ctx.output(VERDICTS, v));
                 it.remove();
             } else {
-                live.add(d);
+                heard.add(d);
             }
         }
-        return live;
+        return heard;
     }
 
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<OutputRecord> out) throws Exception {
         if (silence.silentForMs(ctx.timerService()) >= FORGET_AFTER_MS) {
+            for (ModelPeers.Drive d : drives.values()) {
+                ModelPeers.lapsed(d, d.endNs.isEmpty() ? 0 : d.endNs.get(d.endNs.size() - 1)).ifPresent(v -> ctx.output(VERDICTS, v));
+            }
             drives.clear();
             baseline.clear();
             silence.clear();

@@ -117,16 +117,17 @@ class DetectorsTest {
     }
 
     @Test
-    void aSlowerModeTheDisksOwnQueueHeldIsWaitingNotRetries() throws Exception {
-        // 95 reads a second at 2-4 ms and 3 at 128-256 ms, and no event to say at what depth
+    void aSlowerModeABurstsQueueHeldIsWaitingNotRetries() throws Exception {
+        // 50 reads a second at 2-4 ms and 3 at 128-256 ms, and no event to say at what depth
         // they were dispatched: retries, if the disk was busy as long as their device times
         // add up to; waiting, if it was busy only for the fast reads and 10 ms of service
-        // for each slow one: their device times overlapped, as a burst's do behind one another.
+        // for each slow one, idle most of the time: their device times overlapped, as a
+        // burst's do behind one another.
         long[] mixed = buckets(Log2Histogram.bucketOf(150_000), 3);
-        mixed[Log2Histogram.bucketOf(3_000)] = 95;
+        mixed[Log2Histogram.bucketOf(3_000)] = 50;
         DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
         assertTrue(verdicts(w, new DiskHistory()).contains("bimodal_retries warning"));
-        w.iostat.ioTimeMs = 10 * (95 * 3 + 3 * 10);
+        w.iostat.ioTimeMs = 10 * (50 * 3 + 3 * 10);
         assertEquals(List.of(), verdicts(w, new DiskHistory()));
         // A disk's first window: its class known from its first sample, no interval of
         // diskstats yet to weigh the device times against, so waiting is not ruled out.
@@ -135,6 +136,22 @@ class DetectorsTest {
         first.iostat.classKnown = true;
         assertTrue(first.rotational() && !first.hasIostat());
         assertEquals(List.of(), verdicts(first, new DiskHistory()));
+    }
+
+    @Test
+    void retriesUnderASteadyQueueAreRetriesEvenWhereTheDeviceQueueHeldTimeForThem() throws Exception {
+        // S2's iostat with NCQ: 330 reads a second, one in eleven a revolution slower, %util
+        // 97 and aqu-sz 1.64, no event to tell depths: the device queue held more waiting
+        // than the retries took, but a queue fed steadily at 97% holds that much.
+        long[] mixed = buckets(Log2Histogram.bucketOf(10_000), 30);
+        mixed[Log2Histogram.bucketOf(3_000)] = 300;
+        DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
+        w.iostat.ioTimeMs = 9_700;
+        w.iostat.weightedIoTimeMs = 16_400;
+        long waitingUs = w.deviceAllOps().sumUs - w.iostat.ioTimeMs * 1000L;
+        assertTrue(waitingUs > 10 * 30 * (8_192 - 2_896), "the device queue held time enough for the slower mode: " + waitingUs);
+        List<String> found = verdicts(w, new DiskHistory());
+        assertTrue(found.contains("bimodal_retries warning"), found.toString());
     }
 
     private static long[] buckets(int bucket, long count) {
@@ -162,6 +179,7 @@ class DetectorsTest {
             busyUs += sumUs;
         }
         w.iostat.ioTimeMs = busyUs / 1000;
+        w.iostat.weightedIoTimeMs = busyUs / 1000;
         return w;
     }
 

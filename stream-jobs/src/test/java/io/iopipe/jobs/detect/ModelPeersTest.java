@@ -53,8 +53,8 @@ class ModelPeersTest {
                 }
                 ModelPeers.Drive drive = drives.computeIfAbsent(d.getKey(), k -> new ModelPeers.Drive());
                 drive.add(r);
-                if (baseline == null || baseline.dueFor(drive, r.endNs)) {
-                    baseline = ModelPeers.Baseline.of(drives.values(), r.endNs);
+                if (baseline == null || baseline.dueFor(drive)) {
+                    baseline = ModelPeers.Baseline.of(drives.values());
                 }
                 ModelPeers.Judgement j = ModelPeers.judge(r, drive, baseline);
                 for (OutputRecord a : j.anomaly().stream().toList()) {
@@ -110,6 +110,22 @@ class ModelPeersTest {
         fleet.serviceUs.replaceAll((k, v) -> v * 5);
         fleet.minutes(START_NS + 9 * MINUTE_NS, 30);
         assertEquals(1, fleet.anomalies.size(), fleet.anomalies.toString());
+    }
+
+    @Test
+    void aDriveFoundSlowStaysSoUntilItIsBackWithinTwiceItsModelsTime() throws Exception {
+        Fleet fleet = new Fleet(8);
+        fleet.minutes(START_NS, 5);
+        fleet.slowdown.put("host2/nvme0n1", 4.0);
+        fleet.minutes(START_NS + 5 * MINUTE_NS, 2);
+        assertEquals("SUSPECT", fleet.effect.get("host2/nvme0n1"));
+        fleet.slowdown.put("host2/nvme0n1", 2.6);
+        fleet.minutes(START_NS + 7 * MINUTE_NS, 3);
+        assertEquals("SUSPECT", fleet.effect.get("host2/nvme0n1"), "below 3x but not back within 2x: no flapping");
+        fleet.slowdown.put("host2/nvme0n1", 1.0);
+        fleet.minutes(START_NS + 10 * MINUTE_NS, 2);
+        assertEquals("NONE", fleet.effect.get("host2/nvme0n1"));
+        assertEquals(1, fleet.anomalies.size(), "one warning for the episode: " + fleet.anomalies);
     }
 
     @Test
