@@ -9,7 +9,7 @@ pub use crate::lines::LineError;
 
 /// Counters of one line, named as in iostats.rst. Times are milliseconds, sectors are
 /// 512-byte units regardless of the device's logical block size.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DiskCounters {
     pub major: u32,
     pub minor: u32,

@@ -96,6 +96,13 @@ struct ConvertArgs {
     /// Wall-clock ns since the epoch of the capture's time zero (default: the file's modification time).
     #[arg(long)]
     start_ns: Option<u64>,
+    /// Whether the captured disks rotate (true for HDDs): with it, the diskstats samples the
+    /// capture adds up to are sent too, so its disks get windows judged by their class.
+    #[arg(long)]
+    rotational: Option<bool>,
+    /// The captured disks' model, with --rotational: flash drives are compared with their model's.
+    #[arg(long, requires = "rotational")]
+    model: Option<String>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -340,30 +347,63 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
     let name = file_name(&args.file);
     let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
-    let records = conversion.events.iter().map(|e| (e.key(), serde_json::to_string(e)));
-    send_converted(&args.out, EVENT_SCHEMA, records, |summary| {
+    let samples = match args.rotational {
+        Some(_) => convert::diskstats::samples(&conversion.events),
+        None => Vec::new(),
+    };
+    let facts = args.rotational.map(|rotational| convert::diskstats::DiskFacts { rotational, model: args.model.clone() });
+    let records = in_time_order(&conversion.events, &samples, facts.as_ref());
+    let diskstats_note = match &facts {
+        Some(_) => format!(", {} diskstats samples counted from them", samples.len()),
+        None => String::new(),
+    };
+    send_converted(&args.out, records.into_iter(), |summary| {
         eprintln!(
-            "iopipe-agent: {name}: {} events, {} malformed lines skipped, {} other lines, {} I/Os incomplete in the capture; {summary}",
+            "iopipe-agent: {name}: {} events{diskstats_note}, {} malformed lines skipped, {} other lines, {} I/Os incomplete in the capture; {summary}",
             conversion.events.len(),
             conversion.bad_lines.len(),
             conversion.other_lines,
             conversion.unmatched,
-        )
+        );
+        if facts.is_none() {
+            eprintln!("iopipe-agent: no diskstats for {name}'s disks, so no windows: pass --rotational true|false (and --model) to count them from its I/Os");
+        }
     })
+}
+
+/// Events (at their completion) and diskstats samples as one stream in time order, as an
+/// agent sends them: each disk's clock in the job follows its records.
+fn in_time_order(
+    events: &[record::EventRecord],
+    samples: &[convert::diskstats::Sample],
+    facts: Option<&convert::diskstats::DiskFacts>,
+) -> Vec<(&'static str, String, serde_json::Result<String>)> {
+    let mut timed: Vec<(u64, &'static str, String, serde_json::Result<String>)> =
+        events.iter().map(|e| (e.complete_ns, EVENT_SCHEMA, e.key(), serde_json::to_string(e))).collect();
+    if let Some(facts) = facts {
+        for s in samples {
+            let mut r = record::DiskstatsRecord::new(&s.host, s.ts_ns, facts.rotational, &s.counters);
+            r.model = facts.model.as_deref();
+            r.derived_from_events = Some(true);
+            timed.push((s.ts_ns, record::DISKSTATS_SCHEMA, r.key(), serde_json::to_string(&r)));
+        }
+    }
+    timed.sort_by_key(|(ts, ..)| *ts);
+    timed.into_iter().map(|(_, schema, key, json)| (schema, key, json)).collect()
 }
 
 /// Sends converted records of one schema to their topic, then reports with the sink's
 /// summary (what it delivered, and what not) before saying whether all were delivered.
 fn send_converted(
     out: &OutputArgs,
-    schema: &str,
-    records: impl Iterator<Item = (String, serde_json::Result<String>)>,
+    records: impl Iterator<Item = (&'static str, String, serde_json::Result<String>)>,
     report: impl FnOnce(&str),
 ) -> Result<()> {
-    let topic = topics::topic_for(schema);
     let mut sink = out.sink()?;
-    for (key, json) in records {
-        sink.send(&topic, &key, &json?)?;
+    let mut topic_of: BTreeMap<&str, String> = BTreeMap::new();
+    for (schema, key, json) in records {
+        let topic = topic_of.entry(schema).or_insert_with(|| topics::topic_for(schema));
+        sink.send(topic, &key, &json?)?;
     }
     let closed = sink.close();
     report(&sink.summary());
@@ -376,8 +416,8 @@ fn convert_telemetry(args: &ConvertArgs, text: &str) -> Result<()> {
     let host = args.host.as_deref().with_context(|| format!("{name} does not say which host its drives are in: pass --host"))?;
     let conversion = convert::perseus::convert(&name, text, host).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
-    let records = conversion.windows.iter().map(|w| (w.key(), serde_json::to_string(w)));
-    send_converted(&args.out, convert::perseus::WINDOW_SCHEMA, records, |summary| {
+    let records = conversion.windows.iter().map(|w| (convert::perseus::WINDOW_SCHEMA, w.key(), serde_json::to_string(w)));
+    send_converted(&args.out, records, |summary| {
         eprintln!("iopipe-agent: {name}: {} windows, {} malformed lines skipped; {summary}", conversion.windows.len(), conversion.bad_lines.len())
     })
 }

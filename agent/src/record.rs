@@ -49,6 +49,9 @@ pub struct DiskstatsRecord<'a> {
     pub flushes_completed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flush_time_ms: Option<u64>,
+    /// Counted by `convert` from a capture of every I/O, not read from /proc/diskstats.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derived_from_events: Option<bool>,
 }
 
 impl<'a> DiskstatsRecord<'a> {
@@ -81,6 +84,7 @@ impl<'a> DiskstatsRecord<'a> {
             discard_time_ms: c.discards.map(|d| d.time_ms),
             flushes_completed: c.flushes.map(|f| f.completed),
             flush_time_ms: c.flushes.map(|f| f.time_ms),
+            derived_from_events: None,
         }
     }
 

@@ -142,6 +142,31 @@ fn every_converted_event_validates_against_the_schema() {
 }
 
 #[test]
+fn a_capture_of_a_disk_of_known_class_adds_up_to_diskstats_that_validate_in_time_order() {
+    let samples = validator("io.diskstats.v1");
+    let events = validator("io.event.v1");
+    let (records, stderr, ok) =
+        convert_fixture("biosnoop", "biosnoop-lid-pressed.txt", &["--host", "seed-host", "--rotational", "true", "--model", "ST4000NM"]);
+    assert!(ok, "{stderr}");
+    let diskstats = of_schema(&records, "io.diskstats.v1");
+    assert_eq!(of_schema(&records, "io.event.v1").len(), 19, "{stderr}");
+    assert!(stderr.contains(&format!("19 events, {} diskstats samples counted from them", diskstats.len())), "{stderr}");
+    for record in &records {
+        let validator = if record["schema"] == "io.event.v1" { &events } else { &samples };
+        let errors: Vec<String> = validator.iter_errors(record).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{record}: {errors:?}");
+    }
+    assert!(diskstats.iter().all(|d| d["rotational"] == true && d["model"] == "ST4000NM" && d["derived_from_events"] == true));
+    let time = |r: &Value| r["ts_ns"].as_u64().or(r["complete_ns"].as_u64()).unwrap();
+    assert!(records.windows(2).all(|pair| time(&pair[0]) <= time(&pair[1])), "one stream in time order, as an agent sends");
+    let reads: u64 = diskstats.iter().filter(|d| d["disk"] == "sdb").map(|d| d["reads_completed"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(reads as usize, of_schema(&records, "io.event.v1").iter().filter(|e| e["disk"] == "sdb" && e["op"] == "R").count());
+    let (records, stderr, ok) = convert_fixture("biosnoop", "biosnoop-lid-pressed.txt", &["--host", "seed-host"]);
+    assert!(ok && of_schema(&records, "io.diskstats.v1").is_empty(), "{stderr}");
+    assert!(stderr.contains("pass --rotational"), "{stderr}");
+}
+
+#[test]
 fn converted_telemetry_windows_validate_against_the_schema() {
     let validator = validator("io.window.v1");
     let (records, stderr, ok) = convert_fixture("perseus", "perseus-host.csv", &["--host", "a22"]);

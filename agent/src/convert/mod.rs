@@ -1,10 +1,12 @@
 //! `iopipe-agent convert`: captures made with other tools (biosnoop, blkparse, iosnoop,
-//! MSR-style CSV) become io.event.v1 records, and fleet telemetry (Perseus-style CSV)
+//! MSR-style CSV) become io.event.v1 records (and, given the disks' class, the
+//! io.diskstats.v1 samples they add up to: see diskstats.rs), and fleet telemetry (Perseus-style CSV)
 //! io.window.v1 records, so old evidence replays through the pipeline. Malformed lines are reported with their numbers and skipped; the rest of
 //! the file is always converted.
 
 mod biosnoop;
 mod blkparse;
+pub mod diskstats;
 mod iosnoop;
 mod msr;
 pub mod perseus;

@@ -192,3 +192,43 @@ fn perseus_figures_must_be_finite_times_unix_seconds() {
     assert_eq!(reasons.len(), 3, "{reasons:?}");
     assert!(reasons[1].contains("not Unix seconds"), "{reasons:?}");
 }
+
+fn io(op: Op, bytes: u64, start_ms: u64, queue_ms: u64, complete_ms: u64) -> EventRecord {
+    EventRecord {
+        schema: EVENT_SCHEMA,
+        host: "h".into(),
+        disk: "sda".into(),
+        op,
+        bytes,
+        sector: 0,
+        issue_ns: START_NS + (start_ms + queue_ms) * 1_000_000,
+        complete_ns: START_NS + complete_ms * 1_000_000,
+        queue_ns: queue_ms * 1_000_000,
+        inflight: 1,
+        error: 0,
+        comm: "fio".into(),
+        pid: 1,
+        sample_reason: SampleReason::All,
+        sample_weight: 1.0,
+    }
+}
+
+#[test]
+fn diskstats_add_up_every_io_as_the_kernel_counts_it_from_block_layer_entry_to_completion() {
+    // Reads over 0.2-0.5 s and 0.4-1.2 s, and a write queued 0.1 s from 1.5 s, done at 1.7 s.
+    let events = [io(Op::R, 4096, 200, 0, 500), io(Op::R, 8192, 400, 0, 1200), io(Op::W, 512, 1500, 100, 1700)];
+    let samples = diskstats::samples(&events);
+    assert_eq!(samples.iter().map(|s| (s.ts_ns - START_NS) / 1_000_000).collect::<Vec<_>>(), [0, 1000, 2000]);
+    assert!(samples.iter().all(|s| s.host == "h" && s.counters.name == "sda"));
+    let at = |i: usize| &samples[i].counters;
+    assert_eq!((at(0).reads_completed, at(0).in_flight, at(0).io_time_ms), (0, 0, 0));
+    // At 1 s: the first read done (300 ms), the second in flight; busy 0.2-1.0 s; both in flight 0.4-0.5 s.
+    assert_eq!((at(1).reads_completed, at(1).sectors_read, at(1).read_time_ms), (1, 8, 300));
+    assert_eq!((at(1).in_flight, at(1).io_time_ms, at(1).weighted_io_time_ms), (1, 800, 300 + 600));
+    // At 2 s: the second read took 800 ms, the write 200 ms with its queue; busy 0.2-1.2 and 1.5-1.7 s.
+    assert_eq!((at(2).reads_completed, at(2).sectors_read, at(2).read_time_ms), (2, 24, 1100));
+    assert_eq!((at(2).writes_completed, at(2).sectors_written, at(2).write_time_ms), (1, 1, 200));
+    assert_eq!((at(2).in_flight, at(2).io_time_ms, at(2).weighted_io_time_ms), (0, 1200, 1300));
+    assert_eq!((at(2).reads_merged, at(2).writes_merged), (0, 0), "merges are not in a capture of completed requests");
+    assert_eq!(at(2).flushes.map(|f| f.completed), Some(0));
+}
