@@ -104,15 +104,8 @@ public class DiskWindow {
         if (small.isEmpty()) {
             return java.util.Optional.empty();
         }
-        ShallowReads r = new ShallowReads();
-        r.host = host;
-        r.disk = disk;
-        r.model = iostat.model;
-        r.startNs = startNs;
-        r.endNs = endNs;
-        r.deviceUs = small.stream().mapToDouble(e -> e.deviceNs() / 1000.0).toArray();
-        r.weights = small.stream().mapToDouble(e -> e.sampleWeight).toArray();
-        return java.util.Optional.of(r);
+        return java.util.Optional.of(ShallowReads.of(host, disk, iostat.model, startNs, endNs,
+                small.stream().mapToDouble(e -> e.deviceNs() / 1000.0).toArray(), small.stream().mapToDouble(e -> e.sampleWeight).toArray()));
     }
 
     /** aqu-sz: mean requests in flight over the window. */

@@ -17,6 +17,19 @@ public class ShallowReads {
 
     public ShallowReads() {}
 
+    public static ShallowReads of(String host, String disk, String model, long startNs, long endNs, double[] deviceUs,
+                                  double[] weights) {
+        ShallowReads r = new ShallowReads();
+        r.host = host;
+        r.disk = disk;
+        r.model = model;
+        r.startNs = startNs;
+        r.endNs = endNs;
+        r.deviceUs = deviceUs;
+        r.weights = weights;
+        return r;
+    }
+
     public String key() {
         return io.iopipe.jobs.records.OutputRecord.diskKey(host, disk);
     }

@@ -39,18 +39,14 @@ class ModelPeersTest {
 
         void window(long startNs) throws Exception {
             for (Map.Entry<String, Double> d : serviceUs.entrySet()) {
-                ShallowReads r = new ShallowReads();
-                r.host = d.getKey().split("/")[0];
-                r.disk = "nvme0n1";
-                r.model = "NVMe-A 1TB";
-                r.startNs = startNs;
-                r.endNs = startNs + WINDOW_NS;
-                r.deviceUs = new double[8];
-                r.weights = new double[8];
+                double[] deviceUs = new double[8];
                 for (int i = 0; i < 8; i++) {
-                    r.deviceUs[i] = d.getValue() * slowdown.getOrDefault(d.getKey(), 1.0) * Math.exp(0.3 * random.nextGaussian());
-                    r.weights[i] = 1000;
+                    deviceUs[i] = d.getValue() * slowdown.getOrDefault(d.getKey(), 1.0) * Math.exp(0.3 * random.nextGaussian());
                 }
+                double[] weights = new double[8];
+                java.util.Arrays.fill(weights, 1000);
+                ShallowReads r = ShallowReads.of(d.getKey().split("/")[0], "nvme0n1", "NVMe-A 1TB", startNs, startNs + WINDOW_NS,
+                        deviceUs, weights);
                 ModelPeers.Drive drive = drives.computeIfAbsent(d.getKey(), k -> new ModelPeers.Drive());
                 drive.add(r);
                 if (baseline == null || baseline.dueFor(drive)) {

@@ -21,19 +21,13 @@ class CompareModelPeersTest {
     static final long HORIZON_MS = ModelPeers.HORIZON_NS / 1_000_000L;
 
     private static ShallowReads reads(String host, long startNs, double us) {
-        ShallowReads r = new ShallowReads();
-        r.host = host;
-        r.disk = "nvme0n1";
-        r.model = "NVMe-A 1TB";
-        r.startNs = startNs;
-        r.endNs = startNs + WINDOW_NS;
-        r.deviceUs = new double[8];
-        r.weights = new double[8];
+        double[] deviceUs = new double[8];
         for (int i = 0; i < 8; i++) {
-            r.deviceUs[i] = us * (0.9 + 0.025 * i);
-            r.weights[i] = 1000;
+            deviceUs[i] = us * (0.9 + 0.025 * i);
         }
-        return r;
+        double[] weights = new double[8];
+        Arrays.fill(weights, 1000);
+        return ShallowReads.of(host, "nvme0n1", "NVMe-A 1TB", startNs, startNs + WINDOW_NS, deviceUs, weights);
     }
 
     private static List<String> verdicts(KeyedOneInputStreamOperatorTestHarness<String, ShallowReads, OutputRecord> h) {
