@@ -89,14 +89,13 @@ public class DiskWindow {
 
     /**
      * The window's small reads dispatched at a shallow queue, for comparing a flash drive
-     * with the other drives of its model; empty unless the drive is flash, tells its model,
-     * spent no more of its time writing than reading (programming and erasing its NAND
+     * with the other drives of its model; empty unless the drive is flash, tells its model
+     * (a real device's, not a virtual disk's), spent no more of its time writing than reading (programming and erasing its NAND
      * holds its dies from its own reads, which its peers need not share) and some such
      * reads were sampled.
      */
     public java.util.Optional<ShallowReads> shallowReads() {
-        if (!hasIostat() || iostat.rotational || iostat.model == null || iostat.model.isEmpty()
-                || iostat.writeTimeMs > iostat.readTimeMs) {
+        if (!hasIostat() || iostat.rotational || !ModelPeers.comparable(iostat.model) || iostat.writeTimeMs > iostat.readTimeMs) {
             return java.util.Optional.empty();
         }
         List<IoEvent> small = events.stream().filter(e -> e.op.equals("R") && e.error == 0 && e.inflight > 0

@@ -60,8 +60,24 @@ public final class ModelPeers {
     static final long RUN_GAP_NS = 60L * 1_000_000_000L;
 
     static final String NONE_EFFECT = Finding.HealthEffect.NONE.name();
+    /**
+     * Model strings of virtual disks, lower case: one string covers volumes of every size,
+     * type and provisioned rate (a cloud's block store, a hypervisor's disk), so its drives
+     * are no peers.
+     */
+    static final List<String> VIRTUAL_MODELS = List.of("virtual", "qemu", "vmware", "vbox", "elastic block store",
+            "persistentdisk", "xen");
 
     private ModelPeers() {}
+
+    /** Whether drives of this model are peers: a real device's model, not a virtual disk's. */
+    public static boolean comparable(String model) {
+        if (model == null || model.isBlank()) {
+            return false;
+        }
+        String lower = model.toLowerCase(Locale.ROOT);
+        return VIRTUAL_MODELS.stream().noneMatch(lower::contains);
+    }
 
     /** One drive of a model: its latest shallow reads and its run of slow windows; keyed state of its model. */
     public static class Drive {

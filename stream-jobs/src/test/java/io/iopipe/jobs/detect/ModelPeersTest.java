@@ -125,6 +125,15 @@ class ModelPeersTest {
     }
 
     @Test
+    void virtualDisksAreNoPeersWhateverTheirModelString() {
+        assertTrue(ModelPeers.comparable("SAMSUNG MZQL23T8HCLS-00A07"));
+        for (String virtual : List.of("Amazon Elastic Block Store", "QEMU HARDDISK", "VMware Virtual S", "Virtual disk",
+                "PersistentDisk", "")) {
+            assertTrue(!ModelPeers.comparable(virtual), virtual);
+        }
+    }
+
+    @Test
     void fewerDrivesThanAModelNeedsAreNotJudged() throws Exception {
         Fleet fleet = new Fleet(ModelPeers.MIN_DRIVES - 1);
         fleet.slowdown.put("host0/nvme0n1", 25.0);
