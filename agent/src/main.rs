@@ -347,17 +347,21 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
     let name = file_name(&args.file);
     let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
-    let samples = match args.rotational {
-        Some(_) => convert::diskstats::samples(&conversion.events),
+    let facts = args.rotational.map(|rotational| convert::diskstats::DiskFacts { rotational, model: args.model.clone() });
+    if facts.is_some() && !matches!(args.out.output, Output::Stdout) {
+        bail!("--rotational writes events and diskstats as one stream in time order, for `make detect`: with --output \
+               kafka or unix they would go to two topics and the diskstats run ahead of the events; use --output stdout");
+    }
+    let samples = match &facts {
+        Some(_) => convert::diskstats::samples(&conversion.events).map_err(anyhow::Error::msg)?,
         None => Vec::new(),
     };
-    let facts = args.rotational.map(|rotational| convert::diskstats::DiskFacts { rotational, model: args.model.clone() });
     let records = in_time_order(&conversion.events, &samples, facts.as_ref());
     let diskstats_note = match &facts {
         Some(_) => format!(", {} diskstats samples counted from them", samples.len()),
         None => String::new(),
     };
-    send_converted(&args.out, records.into_iter(), |summary| {
+    send_converted(&args.out, records, |summary| {
         eprintln!(
             "iopipe-agent: {name}: {} events{diskstats_note}, {} malformed lines skipped, {} other lines, {} I/Os incomplete in the capture; {summary}",
             conversion.events.len(),
@@ -372,24 +376,38 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
 }
 
 /// Events (at their completion) and diskstats samples as one stream in time order, as an
-/// agent sends them: each disk's clock in the job follows its records.
-fn in_time_order(
-    events: &[record::EventRecord],
-    samples: &[convert::diskstats::Sample],
-    facts: Option<&convert::diskstats::DiskFacts>,
-) -> Vec<(&'static str, String, serde_json::Result<String>)> {
-    let mut timed: Vec<(u64, &'static str, String, serde_json::Result<String>)> =
-        events.iter().map(|e| (e.complete_ns, EVENT_SCHEMA, e.key(), serde_json::to_string(e))).collect();
-    if let Some(facts) = facts {
-        for s in samples {
+/// agent sends them: each disk's clock in the job follows its records. Serialised as they
+/// are sent; without samples, the events as the capture gave them.
+fn in_time_order<'a>(
+    events: &'a [record::EventRecord],
+    samples: &'a [convert::diskstats::Sample],
+    facts: Option<&'a convert::diskstats::DiskFacts>,
+) -> impl Iterator<Item = (&'static str, String, serde_json::Result<String>)> + 'a {
+    let mut order: Vec<usize> = (0..events.len()).collect();
+    if facts.is_some() {
+        order.sort_by_key(|&i| events[i].complete_ns);
+    }
+    let mut next_sample = samples.iter().peekable();
+    let mut next_event = order.into_iter().peekable();
+    std::iter::from_fn(move || {
+        let sample_first = match (next_sample.peek(), next_event.peek()) {
+            (Some(s), Some(&i)) => s.ts_ns < events[i].complete_ns,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
+        };
+        if sample_first {
+            let s = next_sample.next()?;
+            let facts = facts?;
             let mut r = record::DiskstatsRecord::new(&s.host, s.ts_ns, facts.rotational, &s.counters);
             r.model = facts.model.as_deref();
             r.derived_from_events = Some(true);
-            timed.push((s.ts_ns, record::DISKSTATS_SCHEMA, r.key(), serde_json::to_string(&r)));
+            Some((record::DISKSTATS_SCHEMA, r.key(), serde_json::to_string(&r)))
+        } else {
+            let e = &events[next_event.next()?];
+            Some((EVENT_SCHEMA, e.key(), serde_json::to_string(e)))
         }
-    }
-    timed.sort_by_key(|(ts, ..)| *ts);
-    timed.into_iter().map(|(_, schema, key, json)| (schema, key, json)).collect()
+    })
 }
 
 /// Sends converted records of one schema to their topic, then reports with the sink's

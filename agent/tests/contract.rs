@@ -164,6 +164,9 @@ fn a_capture_of_a_disk_of_known_class_adds_up_to_diskstats_that_validate_in_time
     let (records, stderr, ok) = convert_fixture("biosnoop", "biosnoop-lid-pressed.txt", &["--host", "seed-host"]);
     assert!(ok && of_schema(&records, "io.diskstats.v1").is_empty(), "{stderr}");
     assert!(stderr.contains("pass --rotational"), "{stderr}");
+    let (_, stderr, ok) = convert_fixture("biosnoop", "biosnoop-lid-pressed.txt",
+                                          &["--host", "seed-host", "--rotational", "true", "--output", "kafka"]);
+    assert!(!ok && stderr.contains("use --output stdout"), "two topics would lose the time order: {stderr}");
 }
 
 #[test]

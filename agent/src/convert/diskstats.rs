@@ -2,10 +2,12 @@
 //! whose class the command line gives (`convert --rotational`): the kernel's counters are
 //! sums over the I/Os it completed (Documentation/admin-guide/iostats.rst), so a capture
 //! that holds each I/O gives them whole, sampled every second as the agent samples them,
-//! and its windows get iostat lines. An I/O counts from the moment it entered the block
-//! layer (its queue time before dispatch, where the capture knows it) to its completion.
-//! Merges are not in a capture of completed requests: they count 0, and every sample says
-//! it was derived from events.
+//! and its windows get iostat lines. As the kernel (5.8 and later) counts them: an I/O's
+//! time runs from its entry to the block layer (its queue time before dispatch, where the
+//! capture knows it) to its completion and is added at completion, to its op's time and to
+//! the weighted time; io_time is the time at least one I/O was in flight. Merges are not in
+//! a capture of completed requests: they count 0, and every sample says it was derived
+//! from events. A write of no data is a flush (bcc's biosnoop prints flushes as W).
 
 use crate::diskstats::{DiskCounters, DiscardCounters, FlushCounters};
 use crate::record::{EventRecord, Op};
@@ -14,6 +16,13 @@ use std::collections::BTreeMap;
 const SECOND_NS: u64 = 1_000_000_000;
 const NS_PER_MS: u64 = 1_000_000;
 const SECTOR_BYTES: u64 = 512;
+/**
+ * Samples are read a nanosecond before each whole second, so the second's sample falls in
+ * the window of the I/Os it counts (the job places a diskstats delta by where it ends).
+ */
+const BEFORE_THE_SECOND_NS: u64 = 1;
+/// A capture longer than this has a timestamp off, not a week of I/O: refused, not sampled.
+pub const MAX_SPAN_NS: u64 = 7 * 24 * 3600 * SECOND_NS;
 
 /// What the command line says of the captured disks, which a capture cannot.
 #[derive(Debug, Clone)]
@@ -30,23 +39,28 @@ pub struct Sample {
     pub counters: DiskCounters,
 }
 
-/// Every disk's samples, each second from the second before its first I/O began to the
-/// one after its last completed, in time order.
-pub fn samples(events: &[EventRecord]) -> Vec<Sample> {
+/// Every disk's samples, each second from the one before its first I/O began to the one
+/// after its last completed, in time order; an error naming the disk whose I/Os span more
+/// than MAX_SPAN_NS (a timestamp off).
+pub fn samples(events: &[EventRecord]) -> Result<Vec<Sample>, String> {
     let mut by_disk: BTreeMap<(&str, &str), Vec<&EventRecord>> = BTreeMap::new();
     for e in events {
         by_disk.entry((e.host.as_str(), e.disk.as_str())).or_default().push(e);
     }
-    let mut out: Vec<Sample> = by_disk.into_iter().flat_map(|((host, disk), ios)| disk_samples(host, disk, &ios)).collect();
+    let mut out = Vec::new();
+    for ((host, disk), ios) in by_disk {
+        out.extend(disk_samples(host, disk, &ios)?);
+    }
     out.sort_by(|a, b| (a.ts_ns, &a.host, &a.counters.name).cmp(&(b.ts_ns, &b.host, &b.counters.name)));
-    out
+    Ok(out)
 }
 
 /// What happens at one moment of a disk's timeline: an I/O completes, a sample is read,
-/// an I/O begins; in that order when they coincide.
+/// an I/O begins; in that order when they coincide. An I/O of no length is its completion
+/// alone: it was never in flight.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Point {
-    Completion(usize),
+    Completion { io: usize, was_in_flight: bool },
     Sample,
     Start,
 }
@@ -60,39 +74,51 @@ struct Sums {
     discard_ns: u64,
     flush_ns: u64,
     busy_ns: u64,
-    weighted_ns: u64,
 }
 
-fn disk_samples(host: &str, disk: &str, ios: &[&EventRecord]) -> Vec<Sample> {
-    let start = |e: &EventRecord| e.issue_ns.saturating_sub(e.queue_ns);
-    let first = ios.iter().map(|e| start(e)).min().unwrap_or(0) / SECOND_NS * SECOND_NS;
-    let last = ios.iter().map(|e| e.complete_ns).max().unwrap_or(0) / SECOND_NS * SECOND_NS + SECOND_NS;
+fn started_ns(e: &EventRecord) -> u64 {
+    e.issue_ns.saturating_sub(e.queue_ns)
+}
+
+fn disk_samples(host: &str, disk: &str, ios: &[&EventRecord]) -> Result<Vec<Sample>, String> {
+    let earliest = ios.iter().map(|e| started_ns(e)).min().unwrap_or(0);
+    let latest = ios.iter().map(|e| e.complete_ns).max().unwrap_or(0);
+    if latest.saturating_sub(earliest) > MAX_SPAN_NS {
+        return Err(format!("{host}/{disk}: its I/Os span {} days from the first's start to the last's completion: a \
+                            timestamp is off (check the capture, or --start-ns)", latest.saturating_sub(earliest) / (24 * 3600 * SECOND_NS)));
+    }
+    let first = earliest / SECOND_NS * SECOND_NS;
+    let last = latest / SECOND_NS * SECOND_NS + SECOND_NS;
     let mut points: Vec<(u64, Point)> = Vec::with_capacity(2 * ios.len());
     for (i, e) in ios.iter().enumerate() {
-        points.push((start(e), Point::Start));
-        points.push((e.complete_ns.max(start(e)), Point::Completion(i)));
+        let (start, end) = (started_ns(e), e.complete_ns.max(started_ns(e)));
+        let was_in_flight = end > start;
+        if was_in_flight {
+            points.push((start, Point::Start));
+        }
+        points.push((end, Point::Completion { io: i, was_in_flight }));
     }
-    points.extend((first..=last).step_by(SECOND_NS as usize).map(|t| (t, Point::Sample)));
+    let seconds = (first + SECOND_NS..=last).step_by(SECOND_NS as usize);
+    points.push((first, Point::Sample));
+    points.extend(seconds.map(|t| (t - BEFORE_THE_SECOND_NS, Point::Sample)));
     points.sort();
 
     let mut sums = Sums { counters: DiskCounters { name: disk.to_string(), ..DiskCounters::default() }, ..Sums::default() };
     let (mut in_flight, mut at) = (0u64, first);
     let mut out = Vec::new();
     for (t, point) in points {
-        let elapsed = t.saturating_sub(at);
-        sums.weighted_ns += in_flight * elapsed;
-        sums.busy_ns += if in_flight > 0 { elapsed } else { 0 };
+        sums.busy_ns += if in_flight > 0 { t.saturating_sub(at) } else { 0 };
         at = at.max(t);
         match point {
             Point::Start => in_flight += 1,
-            Point::Completion(i) => {
-                in_flight = in_flight.saturating_sub(1);
-                complete(&mut sums, ios[i], ios[i].complete_ns.saturating_sub(start(ios[i])));
+            Point::Completion { io, was_in_flight } => {
+                in_flight -= u64::from(was_in_flight);
+                complete(&mut sums, ios[io], ios[io].complete_ns.saturating_sub(started_ns(ios[io])));
             }
             Point::Sample => out.push(Sample { host: host.to_string(), ts_ns: t, counters: counters_of(&sums, in_flight) }),
         }
     }
-    out
+    Ok(out)
 }
 
 fn complete(sums: &mut Sums, e: &EventRecord, took_ns: u64) {
@@ -103,6 +129,11 @@ fn complete(sums: &mut Sums, e: &EventRecord, took_ns: u64) {
             c.reads_completed += 1;
             c.sectors_read += sectors;
             sums.read_ns += took_ns;
+        }
+        Op::W if e.bytes == 0 => {
+            let f = c.flushes.get_or_insert(FlushCounters { completed: 0, time_ms: 0 });
+            f.completed += 1;
+            sums.flush_ns += took_ns;
         }
         Op::W => {
             c.writes_completed += 1;
@@ -129,7 +160,7 @@ fn counters_of(sums: &Sums, in_flight: u64) -> DiskCounters {
     c.write_time_ms = sums.write_ns / NS_PER_MS;
     c.in_flight = in_flight;
     c.io_time_ms = sums.busy_ns / NS_PER_MS;
-    c.weighted_io_time_ms = sums.weighted_ns / NS_PER_MS;
+    c.weighted_io_time_ms = (sums.read_ns + sums.write_ns + sums.discard_ns + sums.flush_ns) / NS_PER_MS;
     // The kernel prints discard and flush counters whether or not any happened (since
     // 4.18 and 5.5); a capture of every I/O knows they were none.
     c.discards = Some(c.discards.map_or(DiscardCounters { completed: 0, merged: 0, sectors: 0, time_ms: 0 }, |d| {

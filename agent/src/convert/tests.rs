@@ -217,18 +217,37 @@ fn io(op: Op, bytes: u64, start_ms: u64, queue_ms: u64, complete_ms: u64) -> Eve
 fn diskstats_add_up_every_io_as_the_kernel_counts_it_from_block_layer_entry_to_completion() {
     // Reads over 0.2-0.5 s and 0.4-1.2 s, and a write queued 0.1 s from 1.5 s, done at 1.7 s.
     let events = [io(Op::R, 4096, 200, 0, 500), io(Op::R, 8192, 400, 0, 1200), io(Op::W, 512, 1500, 100, 1700)];
-    let samples = diskstats::samples(&events);
-    assert_eq!(samples.iter().map(|s| (s.ts_ns - START_NS) / 1_000_000).collect::<Vec<_>>(), [0, 1000, 2000]);
+    let samples = diskstats::samples(&events).unwrap();
+    // At 0 s, then a nanosecond before each second: a second's sample falls in the window of its I/Os.
+    assert_eq!(samples.iter().map(|s| s.ts_ns - START_NS).collect::<Vec<_>>(), [0, 999_999_999, 1_999_999_999]);
     assert!(samples.iter().all(|s| s.host == "h" && s.counters.name == "sda"));
     let at = |i: usize| &samples[i].counters;
     assert_eq!((at(0).reads_completed, at(0).in_flight, at(0).io_time_ms), (0, 0, 0));
-    // At 1 s: the first read done (300 ms), the second in flight; busy 0.2-1.0 s; both in flight 0.4-0.5 s.
+    // At 1 s: the first read done (300 ms), the second in flight; busy from 0.2 s on. Weighted
+    // time adds an I/O's time at its completion, as kernels since 5.8 do.
     assert_eq!((at(1).reads_completed, at(1).sectors_read, at(1).read_time_ms), (1, 8, 300));
-    assert_eq!((at(1).in_flight, at(1).io_time_ms, at(1).weighted_io_time_ms), (1, 800, 300 + 600));
+    assert_eq!((at(1).in_flight, at(1).io_time_ms, at(1).weighted_io_time_ms), (1, 799, 300));
     // At 2 s: the second read took 800 ms, the write 200 ms with its queue; busy 0.2-1.2 and 1.5-1.7 s.
     assert_eq!((at(2).reads_completed, at(2).sectors_read, at(2).read_time_ms), (2, 24, 1100));
     assert_eq!((at(2).writes_completed, at(2).sectors_written, at(2).write_time_ms), (1, 1, 200));
     assert_eq!((at(2).in_flight, at(2).io_time_ms, at(2).weighted_io_time_ms), (0, 1200, 1300));
     assert_eq!((at(2).reads_merged, at(2).writes_merged), (0, 0), "merges are not in a capture of completed requests");
     assert_eq!(at(2).flushes.map(|f| f.completed), Some(0));
+}
+
+#[test]
+fn an_io_of_no_length_is_never_in_flight_and_a_write_of_no_data_is_a_flush() {
+    // A flush that completed the instant it started (its LAT printed as 0.00), on an idle disk.
+    let events = [io(Op::W, 0, 300, 0, 300), io(Op::R, 4096, 400, 0, 500)];
+    let samples = diskstats::samples(&events).unwrap();
+    let last = &samples.last().unwrap().counters;
+    assert_eq!((last.in_flight, last.io_time_ms), (0, 100), "only the read kept the disk busy");
+    assert_eq!((last.writes_completed, last.flushes.map(|f| f.completed)), (0, Some(1)));
+}
+
+#[test]
+fn a_capture_spanning_more_than_a_week_has_a_timestamp_off() {
+    let events = [io(Op::R, 4096, 0, 0, 1), io(Op::R, 4096, 8 * 24 * 3_600_000, 0, 8 * 24 * 3_600_000 + 1)];
+    let error = diskstats::samples(&events).unwrap_err();
+    assert!(error.contains("h/sda") && error.contains("timestamp is off"), "{error}");
 }
