@@ -49,8 +49,8 @@ public final class ModelPeers {
      * model's is beyond it.
      */
     static final double MIN_RATIO = 3.0;
-    static final double Z_FENCE = 3.0;
-    static final double MAD_TO_SIGMA = 1.4826;
+    /** Beyond the model's spread as a drive is beyond its host's: {@link SlowVsPeers#Z_FENCE}. */
+    static final double Z_FENCE = SlowVsPeers.Z_FENCE;
     /** A drive found slow stays so until it is back within twice its model's: no flapping about the threshold. */
     static final double KEEPS_UP_RATIO = 2.0;
     static final int SUSPECT_AFTER_WINDOWS = 3;
@@ -106,10 +106,7 @@ public final class ModelPeers {
                 weights.add(r.weights[i]);
             }
             forgetBefore(r.endNs - HORIZON_NS);
-            int over = Math.max(0, deviceUs.size() - KEPT_READS);
-            endNs.subList(0, over).clear();
-            deviceUs.subList(0, over).clear();
-            weights.subList(0, over).clear();
+            dropOldest(deviceUs.size() - KEPT_READS);
         }
 
         public void forgetBefore(long sinceNs) {
@@ -117,9 +114,14 @@ public final class ModelPeers {
             while (old < endNs.size() && endNs.get(old) < sinceNs) {
                 old++;
             }
-            endNs.subList(0, old).clear();
-            deviceUs.subList(0, old).clear();
-            weights.subList(0, old).clear();
+            dropOldest(old);
+        }
+
+        private void dropOldest(int reads) {
+            int n = Math.max(0, reads);
+            endNs.subList(0, n).clear();
+            deviceUs.subList(0, n).clear();
+            weights.subList(0, n).clear();
         }
 
         /**
@@ -173,9 +175,9 @@ public final class ModelPeers {
             b.drivesHeard = drives.size();
             b.drives = logs.length;
             if (logs.length > 0) {
-                double m = SlowVsPeers.median(logs);
-                b.medianUs = Math.exp(m);
-                b.logSigma = MAD_TO_SIGMA * SlowVsPeers.median(Arrays.stream(logs).map(x -> Math.abs(x - m)).toArray());
+                SlowVsPeers.Spread spread = SlowVsPeers.Spread.of(logs);
+                b.medianUs = Math.exp(spread.center());
+                b.logSigma = spread.sigma();
             }
             return b;
         }
@@ -198,8 +200,7 @@ public final class ModelPeers {
         }
 
         double z(double levelUs) {
-            double above = Math.log(levelUs) - Math.log(medianUs);
-            return logSigma > 0 ? above / logSigma : (above > 0 ? Double.POSITIVE_INFINITY : 0);
+            return new SlowVsPeers.Spread(Math.log(medianUs), logSigma, drives).z(Math.log(levelUs));
         }
     }
 

@@ -167,14 +167,18 @@ public final class SlowVsPeers {
     /** How far apart a host's drives are, from every drive-hour it remembers: median and robust sigma of the log slowdowns. */
     record Spread(double center, double sigma, int driveHours) {
         static Spread of(Collection<PeerHistory> drives) {
-            double[] all = drives.stream().flatMap(h -> h.logSlowdown.stream()).mapToDouble(Double::doubleValue).toArray();
-            double m = SlowVsPeers.median(all);
-            double mad = SlowVsPeers.median(Arrays.stream(all).map(x -> Math.abs(x - m)).toArray());
-            return new Spread(m, MAD_TO_SIGMA * mad, all.length);
+            return of(drives.stream().flatMap(h -> h.logSlowdown.stream()).mapToDouble(Double::doubleValue).toArray());
         }
 
-        double z(double logSlowdown) {
-            double above = logSlowdown - center;
+        /** The median of `logs` and their robust sigma (from the MAD), over `logs.length` values. */
+        static Spread of(double[] logs) {
+            double m = SlowVsPeers.median(logs);
+            double mad = SlowVsPeers.median(Arrays.stream(logs).map(x -> Math.abs(x - m)).toArray());
+            return new Spread(m, MAD_TO_SIGMA * mad, logs.length);
+        }
+
+        double z(double log) {
+            double above = log - center;
             return sigma > 0 ? above / sigma : (above > 0 ? Double.POSITIVE_INFINITY : 0);
         }
     }

@@ -53,6 +53,8 @@ public class CompareModelPeers extends KeyedProcessFunction<String, ShallowReads
         }
         d.add(r);
         d.lastHeardMs = nowMs;
+        // Stored before the baseline reads the model's drives back from state (RocksDB hands
+        // out copies), and again below with what judging changed.
         drives.put(r.key(), d);
         ModelPeers.Baseline b = baseline.value();
         if (b == null || b.dueFor(d)) {
