@@ -74,7 +74,7 @@ def test_every_io_over_the_ceiling_is_an_event(agent_bin):
     for hist in totals:
         jsonschema.validate(hist, HIST_SCHEMA)
     over_ceiling = sum(sum(h["buckets_log2_us"][14:]) for h in totals)
-    assert sum(h["count"] for h in totals) == 300
+    agent.assert_counted_or_reported_missing(name, sum(h["count"] for h in totals), 300)
     assert over_ceiling >= 10, totals
     outliers = events_of(records, name, "outlier")
     assert len(outliers) == over_ceiling
@@ -169,8 +169,10 @@ def test_the_per_disk_budget_bounds_events_and_counts_every_drop(agent_bin):
     assert len(events) <= 50 * (int(elapsed) + 2), (len(events), elapsed)
     assert len(events) >= 50 * int(elapsed), (len(events), elapsed)
     # Every I/O was sampled (1 in 1): each is an event or a counted drop (other disks'
-    # I/O may add drops, never remove them).
-    assert len(events) + counters["events_dropped_budget"] >= 1500, counters
+    # I/O may add drops, never remove them), unless its completion was reported missing.
+    missing = agent.reported_missing(name)
+    assert len(events) + counters["events_dropped_budget"] + missing >= 1500, (missing, counters)
+    assert missing <= 1500 / 100, (missing, counters)
     assert counters["events_dropped_ringbuf"] == 0
     # Nothing lost between the kernel and stdout: every event the ring buffer took was sent.
     sent = [r for r in records if r["schema"] == "io.event.v1"]

@@ -58,6 +58,21 @@ class TracingAgent:
         assert reports, "the agent sent no io.agent.v1 record"
         return reports[-1]["counters"]
 
+    def reported_missing(self, disk):
+        """The disk's completions the kernel counted and the agent's histograms do not
+        hold, as its last io.agent.v1 record reports them (agent/src/reconcile.rs)."""
+        reports = [json.loads(line) for line in self.stdout_lines if '"schema":"io.agent.v1"' in line]
+        return reports[-1].get("untraced_by_disk", {}).get(disk, 0) if reports else 0
+
+    def assert_counted_or_reported_missing(self, disk, counted, completed):
+        """Every completion is in the histograms or reported missing, never both. The
+        kernel now and then skips a completion's program (1 in 8,000 to 40,000 under load
+        on Linux 6.18): a test's few hundred I/Os may lose one, not one in a hundred."""
+        missing = self.reported_missing(disk)
+        assert counted + missing == completed, {"counted": counted, "missing": missing, "kernel": completed,
+                                                **{k: v for k, v in self.counters().items() if v}}
+        assert missing <= completed / 100, {"counted": counted, "missing": missing, "kernel": completed}
+
 
 class KafkaTracingAgent:
     """The real agent tracing into Kafka under a host name of its own, as a host runs it;
