@@ -4,6 +4,7 @@ count it, and each lands in the log2 bucket its measured latency belongs to."""
 import contextlib
 import fcntl
 import json
+import mmap
 import os
 import subprocess
 import threading
@@ -128,6 +129,57 @@ def test_retries_show_as_the_modes_of_the_histogram(agent_bin):
     off_mode = lambda counts: sum(n for b, n in counts.items() if b not in modes)
     assert off_mode(buckets) <= off_mode(workload) + 0.01 * 400, (buckets, workload)
     assert 0.6 < buckets[11] / 400 < 0.8, buckets
+
+
+FLUSH_US = 8000
+
+
+def synced_writes(device, count):
+    """`count` 4 KiB O_DIRECT writes made durable the two ways databases do: each of the
+    first half followed by an fsync (an empty write asking for a cache flush), each of
+    the others written with RWF_DSYNC (a write asking for FUA, which a loop device lacks:
+    the kernel flushes after its data)."""
+    buffer = mmap.mmap(-1, 4096)
+    fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
+    try:
+        for i in range(count):
+            if i < count // 2:
+                os.pwritev(fd, [buffer], i * 4096)
+                os.fsync(fd)
+            else:
+                os.pwritev(fd, [buffer], i * 4096, os.RWF_DSYNC)
+    finally:
+        os.close(fd)
+
+
+def test_writes_made_durable_are_counted_once_and_timed_apart_from_their_flushes(agent_bin):
+    """On a disk with a volatile cache and no FUA the kernel takes each flush as a request
+    of its own, and counts the write that asked for it once, when its flushes are done:
+    the fsyncs' empty writes as well as the RWF_DSYNC writes' data. The write histograms
+    hold each data write once, timed without its flush; the kernel's extra writes are
+    the flush sequences the agent counts, and nothing is reported missing for them."""
+    with FaultDisk(f"units=1 read_us={BASE_US} write_us={BASE_US} flush_us={FLUSH_US}") as disk:
+        queue = Path(f"/sys/block/{disk.name}/queue")
+        assert (queue / "write_cache").read_text().strip() == "write back" and (queue / "fua").read_text().strip() == "0"
+        agent = TracingAgent(agent_bin)
+        before = disk.diskstats()
+        synced_writes(disk.device, 40)
+        after = disk.diskstats()
+        records = agent.stop()
+        name = disk.name
+
+    kernel_writes = after["writes_completed"] - before["writes_completed"]
+    kernel_flushes = after["flushes_completed"] - before["flushes_completed"]
+    assert kernel_writes > 40 and kernel_flushes >= 40, (kernel_writes, kernel_flushes)
+    writes = hists_of(records, name, "W", "device")
+    flushes = hists_of(records, name, "F", "device")
+    agent.assert_counted_or_reported_missing(name, sum(h["count"] for h in writes), 40)
+    # Ended sequences: the kernel's writes beyond the data ones, and the 20 RWF_DSYNC
+    # writes whose data went through one.
+    sequences, missing = agent.counters()["write_flush_sequences"], agent.reported_missing(name)
+    assert kernel_writes - 40 + 20 - missing <= sequences <= kernel_writes - 40 + 20, (sequences, missing, kernel_writes)
+    assert sum(h["count"] for h in flushes) <= kernel_flushes, flushes
+    assert max(h["max_us"] for h in writes) < FLUSH_US <= min(h["max_us"] for h in flushes), (writes, flushes)
 
 
 LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81

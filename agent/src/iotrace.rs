@@ -125,6 +125,27 @@ struct Totals {
     slots: [[[u64; MAX_SLOTS]; LATENCY_KINDS]; OPS],
     sum_us: [[u64; LATENCY_KINDS]; OPS],
     errors: [u64; OPS],
+    /// Flush sequences' data parts timed as writes, and sequences ended (struct disk_hists).
+    flush_sequences: [u64; 2],
+}
+
+/// A disk's writes in flush sequences over an interval (struct disk_hists): the kernel
+/// counts each such write once, when its sequence ends, whether or not it had data to
+/// time; the histograms hold its data part, if any, when that completes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushSequences {
+    /// Data parts timed (or found untracked) as writes.
+    pub data: u64,
+    /// Sequences ended: one write each in /proc/diskstats.
+    pub ends: u64,
+}
+
+impl FlushSequences {
+    /// The kernel's completions accounted for by histograms holding `traced` reads,
+    /// writes and discards: a write in a sequence counts at its end, not at its data.
+    pub fn accounted(&self, traced: u64) -> u64 {
+        (traced + self.ends).saturating_sub(self.data)
+    }
 }
 
 /// The BPF side's counters in the order of enum bpf_counter, with what each counts.
@@ -266,8 +287,9 @@ impl IoTrace {
         Ok(std::mem::take(&mut *self.drained.borrow_mut()))
     }
 
-    /// What completed since the previous call, per disk, op and latency kind.
-    pub fn read_interval(&mut self) -> Result<Vec<IntervalHist>> {
+    /// What completed since the previous call, per disk, op and latency kind, and each
+    /// disk's flush sequences.
+    pub fn read_interval(&mut self) -> Result<(Vec<IntervalHist>, HashMap<DiskId, FlushSequences>)> {
         // Completions from now on record their maxima under the next interval.
         let interval = self.maps.bss.interval;
         self.maps.bss.interval = interval + 1;
@@ -286,13 +308,18 @@ impl IoTrace {
             maxima.entry(disk).or_default().add(&copy, interval);
         }
         let mut out = Vec::new();
+        let mut flush_sequences = HashMap::new();
         for (disk, now) in totals {
             let previous = self.previous.entry(disk).or_default();
             out.extend(differences(disk, &now, previous, &maxima.remove(&disk).unwrap_or_default()));
+            let [data, ends] = std::array::from_fn(|i| now.flush_sequences[i].saturating_sub(previous.flush_sequences[i]));
+            if data + ends > 0 {
+                flush_sequences.insert(disk, FlushSequences { data, ends });
+            }
             previous.keep_highest(&now);
         }
         out.sort_by_key(|h| (h.disk, h.op, h.kind));
-        Ok(out)
+        Ok((out, flush_sequences))
     }
 
     /// Every CPU's copy of every table entry a disk has used.
@@ -423,6 +450,8 @@ impl Totals {
             }
             self.errors[op] += copy.errors[op];
         }
+        self.flush_sequences[0] += copy.flush_sequence_data;
+        self.flush_sequences[1] += copy.flush_sequence_ends;
     }
 
     /// Each figure at its highest seen: a copy caught mid-retirement can read low for
@@ -440,6 +469,7 @@ impl Totals {
             highest(&mut self.sum_us[op], &now.sum_us[op]);
         }
         highest(&mut self.errors, &now.errors);
+        highest(&mut self.flush_sequences, &now.flush_sequences);
     }
 }
 
@@ -602,6 +632,17 @@ mod tests {
         let after = interval(&later, &mut previous);
         assert!(while_caught <= 2, "{while_caught}");
         assert_eq!(3 + while_caught + after, 6, "every I/O once: {while_caught} then {after}");
+    }
+
+    #[test]
+    fn a_synced_write_counts_once_when_its_flushes_are_done() {
+        // Two fsyncs' empty writes ended; one O_DSYNC write's data timed, its flush under
+        // way; another's data timed and its sequence ended: 3 writes timed in all.
+        let sequences = FlushSequences { data: 2, ends: 3 };
+        // The kernel has counted the 2 timed writes of no sequence, the 2 empty ones and
+        // the ended O_DSYNC one: 5, not the one still flushing.
+        assert_eq!(sequences.accounted(2 + 2), 5);
+        assert_eq!(FlushSequences::default().accounted(7), 7);
     }
 
     #[test]

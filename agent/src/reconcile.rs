@@ -4,6 +4,10 @@
 //! Linux 6.18 for about 1 in 8,000 to 40,000 under load, with no recursion miss
 //! reported, while ftrace saw every one of them).
 //!
+//! A write in a flush sequence (a cache flush the disk takes as a request of its own) is
+//! counted by the kernel when the sequence ends, by the histograms when its data, if it
+//! has any, completes: the tracer accounts it at its end (tracer.rs, FlushSequences).
+//!
 //! Counted from the agent's start: each disk's count in a reading of /proc/diskstats taken
 //! before the programs attach is its anchor, so every completion after it is either in the
 //! histograms or missing. (A disk that appears later counts from 0, as its diskstats do.)

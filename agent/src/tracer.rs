@@ -2,7 +2,7 @@
 //! sampled events as io.event.v1, and each disk's sampling settings kept up to date
 //! from its own recent distribution.
 
-use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
+use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, FlushSequences, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
 use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::reconcile::Reconciler;
@@ -37,6 +37,9 @@ pub struct Tracer {
     recent: HashMap<(DiskId, usize), RecentLatency>,
     /// Reads, writes and discards in each disk's histograms since the agent attached.
     traced: HashMap<DiskId, u64>,
+    /// Each disk's writes in flush sequences since the agent attached: the kernel counts
+    /// them when their sequence ends, the histograms when their data completes.
+    flush_sequences: HashMap<DiskId, FlushSequences>,
     reconciler: Reconciler,
     /// Each disk's name in /proc/diskstats, which a restarted agent checks it by.
     diskstats_names: HashMap<DiskId, String>,
@@ -48,6 +51,8 @@ pub struct TracerStats {
     pub ios_completed: u64,
     pub events_by_reason: [u64; 3],
     pub hist_records: u64,
+    /// Writes whose flush sequence ended (see FlushSequences).
+    pub flush_sequence_ends: u64,
     /// Flight recordings the agent started because a disk's latency shape shifted.
     pub shape_shifts: u64,
 }
@@ -84,6 +89,7 @@ impl Tracer {
             outlier_quantile,
             recent: HashMap::new(),
             traced: HashMap::new(),
+            flush_sequences: HashMap::new(),
             reconciler,
             diskstats_names: before_tracing.disks.iter().map(|d| (disk_id(d), d.counters.name.clone())).collect(),
             stats: TracerStats::default(),
@@ -109,7 +115,7 @@ impl Tracer {
 
     /// Sends the interval's histograms and updates each disk's sampling settings.
     pub fn emit_interval(&mut self, sink: &mut dyn Sink) -> Result<()> {
-        let hists = self.trace.read_interval()?;
+        let (hists, flush_sequences) = self.trace.read_interval()?;
         let end_ns = sampler::wall_clock_ns();
         for hist in &hists {
             let disk = self.disk_name(hist.disk);
@@ -135,6 +141,12 @@ impl Tracer {
         self.stats.ios_completed += hists.iter().filter(|h| h.kind == DEVICE).map(|h| h.count).sum::<u64>();
         for hist in hists.iter().filter(|h| h.kind == DEVICE && h.op != FLUSH) {
             *self.traced.entry(hist.disk).or_default() += hist.count;
+        }
+        for (disk, interval) in flush_sequences {
+            let total = self.flush_sequences.entry(disk).or_default();
+            total.data += interval.data;
+            total.ends += interval.ends;
+            self.stats.flush_sequence_ends += interval.ends;
         }
         self.update_settings(&hists, seconds)?;
         sink.flush()
@@ -201,9 +213,10 @@ impl Tracer {
     /// histograms) against those its histograms counted. Partitions are never in the
     /// histograms (their I/O is their disk's), so they are never reported.
     pub fn reconcile(&mut self, sample: &Sample) {
+        let accounted = self.accounted_by_histograms();
         for disk in &sample.disks {
             let id = disk_id(disk);
-            self.reconciler.observe(id, completions(disk), self.traced.get(&id).copied().unwrap_or(0));
+            self.reconciler.observe(id, completions(disk), accounted.get(&id).copied().unwrap_or(0));
             if self.diskstats_names.get(&id) != Some(&disk.counters.name) {
                 self.diskstats_names.insert(id, disk.counters.name.clone());
             }
@@ -235,7 +248,7 @@ impl Tracer {
     /// missing last reported: what a restarted agent resumes from (restart.rs).
     pub fn positions(&self) -> Vec<DiskPosition> {
         self.reconciler
-            .positions(&self.traced)
+            .positions(&self.accounted_by_histograms())
             .into_iter()
             .filter_map(|(disk, kernel, accounted)| {
                 Some(DiskPosition {
@@ -247,6 +260,18 @@ impl Tracer {
                 })
             })
             .collect()
+    }
+
+    /// Each disk's completions, as /proc/diskstats counts reads, writes and discards, that
+    /// its histograms account for: a write in a flush sequence counts when the sequence
+    /// ends (with or without data, which the histograms hold if it had any).
+    fn accounted_by_histograms(&self) -> HashMap<DiskId, u64> {
+        let mut accounted = self.traced.clone();
+        for (disk, sequences) in &self.flush_sequences {
+            let traced = accounted.entry(*disk).or_default();
+            *traced = sequences.accounted(*traced);
+        }
+        accounted
     }
 
     /// A disk that vanished keeps its numbers as its name: its I/O is still reported.
@@ -279,6 +304,7 @@ impl Tracer {
             Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
             Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),
             Counter::new("hist_records", self.stats.hist_records, "io.hist.v1 records sent"),
+            Counter::new("write_flush_sequences", self.stats.flush_sequence_ends, "writes that asked for a cache flush the disk takes as requests of its own: the kernel counts each once as its sequence ends; its data, if any, is in the write histograms, its flushes in the flush ones"),
             Counter::new("recorder_starts_shape", self.stats.shape_shifts, "flight recordings started because a disk's latency shape shifted"),
         ]
     }

@@ -151,6 +151,32 @@ static __always_inline int request_op(struct request *rq, const bool btf)
 	}
 }
 
+/* Whether the request is part of a flush sequence (its data part is dispatched with
+ * RQF_FLUSH_SEQ set; the kernel clears it when the sequence ends). */
+static __always_inline bool in_flush_sequence(struct request *rq, const bool btf)
+{
+	u32 flag;
+	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+		flag = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
+	else
+		flag = 1U << 4; /* RQF_FLUSH_SEQ while it was a #define, before enum rqf_flags */
+	return RQ_READ(btf, rq->rq_flags, rq, rq_flags) & flag;
+}
+
+/* The steps of a flush sequence (block/blk-flush.c REQ_FSEQ_*): each is marked in
+ * rq->flush.seq when done or not needed, so all three are when the sequence ends. */
+#define FLUSH_SEQUENCE_STEPS 0x7 /* PREFLUSH | DATA | POSTFLUSH */
+
+/* Whether this completion of a write we did not see dispatched ends a flush sequence
+ * (the kernel strips the flush flags from the request as it enters one). Its data, if
+ * any, completed before, timed; its flushes were requests of their own, timed as
+ * flushes. Timing it from the kernel's dispatch stamp of its data would count that
+ * write twice, the second time as slow as its data and flushes together. */
+static __always_inline bool ends_flush_sequence(struct request *rq, unsigned int nr_bytes, const bool btf)
+{
+	return nr_bytes == 0 && RQ_READ(btf, rq->flush.seq, rq, flush.seq) == FLUSH_SEQUENCE_STEPS;
+}
+
 /* The driver tag is unique among the in-flight requests of a hardware queue, so
  * (queue, tag) names a request from dispatch to completion without a per-request hash
  * map (measured elsewhere as the dominant cost at high IOPS). Disks with more than
@@ -407,6 +433,19 @@ static __always_inline void emit(struct disk_key *key, struct disk_state *state,
 	count(COUNTER_EVENTS);
 }
 
+/* A write's data part of a flush sequence, timed or not: the kernel counts its write
+ * when the sequence ends, so the agent can tell which of its writes it has counted. */
+static __always_inline void count_flush_sequence_data(u32 queue, struct disk_key *key, struct request *rq, int op,
+						      const bool btf, struct disk_hists *h)
+{
+	if (op != IO_WRITE || !in_flush_sequence(rq, btf))
+		return;
+	if (!h)
+		h = disk_hists(queue, key);
+	if (h)
+		h->flush_sequence_data += 1;
+}
+
 static __always_inline int on_complete(struct request *rq, blk_status_t status, unsigned int nr_bytes, const bool btf)
 {
 	/* blk_update_request() traces each partial completion; the request goes on until
@@ -432,15 +471,22 @@ static __always_inline int on_complete(struct request *rq, blk_status_t status, 
 			__sync_fetch_and_sub(&state->inflight, 1);
 		}
 	}
+	int op = request_op(rq, btf);
+	if (!tracked && op == IO_WRITE && ends_flush_sequence(rq, nr_bytes, btf)) {
+		struct disk_hists *h = disk_hists(queue, &key);
+		if (h)
+			h->flush_sequence_ends += 1;
+		return 0;
+	}
 	/* Our own dispatch time when we saw it; else the kernel's, which it stamps (from a
 	 * per-plug cached clock) only when queue statistics are on, e.g. for writeback
 	 * throttling. */
 	u64 issue_ns = tracked ? issued.issue_ns : RQ_READ(btf, rq->io_start_time_ns, rq, io_start_time_ns);
 	if (!issue_ns || issue_ns > now) {
 		count(COUNTER_UNTRACKED);
+		count_flush_sequence_data(queue, &key, rq, op, btf, NULL);
 		return 0;
 	}
-	int op = request_op(rq, btf);
 	if (op < 0) {
 		count(COUNTER_OTHER_OPS);
 		return 0;
@@ -455,6 +501,7 @@ static __always_inline int on_complete(struct request *rq, blk_status_t status, 
 	record(h, op, LATENCY_DEVICE, device_ns);
 	record(h, op, LATENCY_QUEUE, queue_ns);
 	record(h, op, LATENCY_TOTAL, device_ns + queue_ns);
+	count_flush_sequence_data(queue, &key, rq, op, btf, h);
 	if (status) {
 		count(COUNTER_ERRORS);
 		if (op >= 0 && op < OPS)

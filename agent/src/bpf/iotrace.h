@@ -46,6 +46,12 @@ struct disk_hists {
 	unsigned long long max_us[OPS][LATENCY_KINDS];
 	unsigned long long max_interval[OPS][LATENCY_KINDS];
 	unsigned long long errors[OPS];
+	/* Flush sequences: a write carrying a cache flush (PREFLUSH, or FUA the disk lacks)
+	 * to a disk with a volatile cache. Its data, if any, is dispatched and timed as a
+	 * write, its flushes as flushes; the kernel counts the write once, when the
+	 * sequence ends (a completion with nothing dispatched behind it, never timed). */
+	unsigned long long flush_sequence_data; /* data parts timed (or untracked) as writes */
+	unsigned long long flush_sequence_ends; /* sequences ended: one write each in diskstats */
 };
 
 /* What the completion needs to know of a request's dispatch. One cache line each:
