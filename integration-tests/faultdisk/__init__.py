@@ -123,6 +123,11 @@ class FaultDisk:
 BLOCK = 4096
 
 
+def read_sectors(count, first_block=0, stride=7):
+    """The 512-byte sectors timed_direct_reads(count, first_block, stride) reads, in order."""
+    return [(first_block + i * stride) % 4096 * (BLOCK // 512) for i in range(count)]
+
+
 def timed_direct_reads(device, count, first_block=0, stride=7):
     """Reads `count` 4 KiB blocks with O_DIRECT, one at a time; returns each read's ms."""
     return [(returned - started) / 1e6 for started, returned in direct_read_spans(device, count, first_block, stride)]
