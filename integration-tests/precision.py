@@ -13,7 +13,9 @@ class's service time, and an NVMe whose load ramps in depth 1, 4, 32, 128 with s
 do not fall on window edges, latency rising with depth (saturation).
 
 Agents here send every 10 s (`--interval-ms 10000`), so 30 minutes of 2,000 disks stays a
-few million records.
+few million records; those of the disk arms behind bursts every second, the agent's
+default, each interval with its diskstats sample: whether a slower mode is a burst's queue
+or retries shows in when in a window its I/Os came, which one interval a window hides.
 
     python3 integration-tests/precision.py 2000 > precision.ndjson   # then make detect
     make evaluate-precision   # generate, judge with make detect, tally: integration-tests/PRECISION.md
@@ -86,13 +88,29 @@ def busy_us(ios):
     return busy
 
 
-class Workload:
-    """What a disk is asked to do over one span: (arrive_us, op, size) in time order."""
+def completing_in_parts(ios, parts, span_s):
+    """`ios` (as `serve` returns them) in `parts` equal slices of the span by completion
+    time; those completing after the span in the last."""
+    if parts == 1:
+        return [ios]
+    out = [[] for _ in range(parts)]
+    for io in ios:
+        completed_us = io[5] + io[3] + io[2]
+        out[min(parts - 1, int(completed_us / (span_s * 1e6) * parts))].append(io)
+    return out
 
-    def __init__(self, channels, device_depth, service_us, arrivals, simulated_s, rotational, model):
+
+class Workload:
+    """What a disk is asked to do over one span: (arrive_us, op, size) in time order.
+    `agent_intervals`: how many histogram intervals its agent sends per INTERVAL_NS (1
+    keeps the set small; a disk whose verdict depends on when in a window its I/Os came
+    gets the agent's default of one a second)."""
+
+    def __init__(self, channels, device_depth, service_us, arrivals, simulated_s, rotational, model, agent_intervals=1):
         self.channels, self.device_depth, self.service_us = channels, device_depth, service_us
         self.arrivals, self.simulated_s = arrivals, simulated_s
         self.rotational, self.model = rotational, model
+        self.agent_intervals = agent_intervals
 
 
 def nvme_batches(rng):
@@ -155,7 +173,7 @@ def disk_arm_bursts(rng):
             out.extend((burst_at + i * 10, rng.choice("RW"), rng.choice((65536, 262144))) for i in range(size))
             burst_at += rng.uniform(2, 6) * 1e6
         return sorted(out)
-    return Workload(1, 32, service_us, arrivals, 10, True, "HDD-7200-bursts")
+    return Workload(1, 32, service_us, arrivals, 10, True, "HDD-7200-bursts", agent_intervals=10)
 
 
 def writeback(rng):
@@ -255,41 +273,46 @@ class SimulatedDisk:
             scale = INTERVAL_NS / SECOND_NS / span_s
         # The agent samples diskstats as it starts, before any interval.
         out = [self.diskstats(end - INTERVAL_NS, [])] if index == 0 else []
-        for op in ("R", "W"):
-            mine = [io for io in ios if io[0] == op]
-            if mine:
-                count = round(len(mine) * scale)
-                out.extend(self.histograms(op, end, mine, count))
-                out.extend(self.events(op, end, mine, count))
-                self.add(op, mine, count)
-        interval_ms = INTERVAL_NS / 1e6
-        in_flight_ms = sum(io[2] + io[3] for io in ios) / 1000 * scale
-        if hasattr(w, "direct"):  # a closed loop: always something in flight
-            busy = min(1.0, in_flight_ms / interval_ms)
-        else:
-            busy = min(1.0, busy_us(ios) / 1000 * scale / interval_ms)
-        self.totals["busy_ms"] += int(interval_ms * busy)
-        self.totals["weighted_ms"] += int(in_flight_ms)
-        out.append(self.diskstats(end, ios))
+        # Each of the agent's intervals: its histograms and events, then its diskstats sample.
+        parts = getattr(w, "agent_intervals", 1)
+        part_ns = INTERVAL_NS // parts
+        for part, part_ios in enumerate(completing_in_parts(ios, parts, span_s)):
+            part_end = end - INTERVAL_NS + (part + 1) * part_ns
+            for op in ("R", "W"):
+                mine = [io for io in part_ios if io[0] == op]
+                if mine:
+                    count = round(len(mine) * scale)
+                    out.extend(self.histograms(op, part_end, part_ns, mine, count))
+                    out.extend(self.events(op, part_end, part_ns, mine, count))
+                    self.add(op, mine, count)
+            interval_ms = part_ns / 1e6
+            in_flight_ms = sum(io[2] + io[3] for io in part_ios) / 1000 * scale
+            if hasattr(w, "direct"):  # a closed loop: always something in flight
+                busy = min(1.0, in_flight_ms / interval_ms)
+            else:
+                busy = min(1.0, busy_us(part_ios) / 1000 * scale / interval_ms)
+            self.totals["busy_ms"] += int(interval_ms * busy)
+            self.totals["weighted_ms"] += int(in_flight_ms)
+            out.append(self.diskstats(part_end, part_ios))
         return out
 
-    def histograms(self, op, end, ios, count):
+    def histograms(self, op, end, interval_ns, ios, count):
         out = []
         for kind, pick in (("device", lambda io: io[2]), ("queue", lambda io: io[3]),
                            ("total", lambda io: io[2] + io[3])):
-            h = scenarios.histogram(self.host, self.name, op, kind, end - INTERVAL_NS, end, [int(pick(io)) for io in ios])
+            h = scenarios.histogram(self.host, self.name, op, kind, end - interval_ns, end, [int(pick(io)) for io in ios])
             scenarios.scale_histogram(h, count)
             out.append(h)
         return out
 
-    def events(self, op, end, ios, count):
+    def events(self, op, end, interval_ns, ios, count):
         """The interval's events as the agent samples them (its default settings): every I/O
         of a quiet disk (fewer than QUIET_IOS a second); else every outlier (device time past
         the log2 bucket of the interval's 99.9th percentile, or total time past the ceiling)
         and 1 in UNIFORM_EVERY of the others, weighted by it. A drawn I/O stands for `count`
         / len(ios) of the disk's; its flight recorder is left out."""
         scale = count / len(ios)
-        if count < QUIET_IOS * INTERVAL_NS / SECOND_NS:
+        if count < QUIET_IOS * interval_ns / SECOND_NS:
             picked = [(io, "all", scale) for io in ios]
         else:
             device = sorted(io[2] for io in ios)
@@ -303,7 +326,7 @@ class SimulatedDisk:
                     picked.append((io, "uniform", float(UNIFORM_EVERY)))
         out = []
         for i, ((_, size, device_us, queue_us, inflight, *_), reason, weight) in enumerate(picked):
-            complete = end - INTERVAL_NS + (i + 1) * INTERVAL_NS // (len(picked) + 1)
+            complete = end - interval_ns + (i + 1) * interval_ns // (len(picked) + 1)
             self.sector += size // SECTOR_BYTES
             out.append({"schema": "io.event.v1", "host": self.host, "disk": self.name, "op": op, "bytes": size,
                         "sector": self.sector, "issue_ns": complete - int(device_us * US), "complete_ns": complete,

@@ -80,6 +80,15 @@ public final class BimodalRetries {
      * a revolution: twice the allowance at 15k rpm, more at slower speeds.
      */
     static final double COPY_SPREAD_ALLOWANCE_US = 60_000_000.0 / 15_000 / 4;
+    /**
+     * How unlikely a binomial spread must make the slower mode's spread over the window's
+     * intervals for it to have come in bursts: a retrying disk is excused by chance in one
+     * window of a thousand, and found in the next.
+     */
+    static final double BURSTS_Z = 3.09;
+    /** Intervals, and I/Os of the slower mode, needed before their spread over time tells anything. */
+    static final int MIN_INTERVALS = 3;
+    static final long MIN_SPREAD_IOS = 8;
 
     private BimodalRetries() {}
 
@@ -188,9 +197,11 @@ public final class BimodalRetries {
      * Whether the slower mode's I/Os say what it is instead of retries: larger I/Os, or
      * waiting. Waiting shows as a mode that vanishes among the I/Os dispatched at a shallow
      * queue; where too few events tell that, a mode a burst's queue held time enough to
-     * make is waiting too (a burst's tail, which the window's mean depth averages away).
+     * make is waiting too (a burst's tail, which the window's mean depth averages away),
+     * and so is one whose I/Os came bunched in a few of the window's intervals.
      */
-    static boolean explainedOtherwise(DiskWindow w, Shape shape, Mode main, Mode slower, List<IoEvent> events) {
+    static boolean explainedOtherwise(DiskWindow w, OpLatency latency, Shape shape, Mode main, Mode slower,
+                                      List<IoEvent> events) {
         ModeIos mainIos = ModeIos.of(shape, main, events);
         if (ModeIos.of(shape, slower, events).largerThan(mainIos)) {
             return true;
@@ -198,7 +209,7 @@ public final class BimodalRetries {
         return switch (atShallowQueue(shape, main, mainIos.depth(), slower, events)) {
             case VANISHES -> true;
             case PERSISTS -> false;
-            case UNTOLD -> burstsQueueHeldIt(w, shape, main, slower);
+            case UNTOLD -> burstsQueueHeldIt(w, shape, main, slower) || cameInBursts(latency, shape, slower);
         };
     }
 
@@ -227,6 +238,41 @@ public final class BimodalRetries {
         boolean bursty = w.queueSize() - utilisation > BURSTY_QUEUE_FACTOR * utilisation * utilisation / (1 - utilisation);
         double waitingUs = w.deviceAllOps().sumUs - w.iostat.ioTimeMs * 1000.0;
         return bursty && waitingUs >= shape.leastTotalUs(slower) - slower.weight() * main.medianUs();
+    }
+
+    /**
+     * Whether the slower mode's I/Os came bunched in time, as a burst's queue makes them,
+     * not spread as retries are. A retry strikes an I/O whatever its neighbours do, so
+     * the mode's share of each kernel interval's I/Os varies as a binomial draw does; a
+     * burst puts the I/Os waiting behind it in the intervals it fell in. Overdispersion:
+     * the chi-square of the intervals' counts against the binomial beyond its quantile at
+     * BURSTS_Z (Wilson-Hilferty). Told only from the kernel's histograms, whose intervals
+     * are each a slice of time, with the mode's buckets.
+     */
+    static boolean cameInBursts(OpLatency latency, Shape shape, Mode slower) {
+        if (shape.binsPerOctave != 1 || latency.deviceIntervals.intervals < MIN_INTERVALS) {
+            return false;
+        }
+        long[][] counts = latency.deviceIntervals.inBucketsAndAll(slower.fromBin(), slower.toBin());
+        double inMode = 0;
+        double all = 0;
+        for (long[] interval : counts) {
+            inMode += interval[0];
+            all += interval[1];
+        }
+        double share = inMode / all;
+        if (inMode < MIN_SPREAD_IOS || share >= 1) {
+            return false;
+        }
+        double chiSquare = 0;
+        for (long[] interval : counts) {
+            double expected = interval[1] * share;
+            chiSquare += (interval[0] - expected) * (interval[0] - expected) / (expected * (1 - share));
+        }
+        int freedom = counts.length - 1;
+        double spread = 2.0 / (9 * freedom);
+        double quantile = freedom * Math.pow(1 - spread + BURSTS_Z * Math.sqrt(spread), 3);
+        return chiSquare > quantile;
     }
 
     /**
@@ -276,7 +322,7 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         List<IoEvent> events = w.events.stream().filter(e -> e.op.equals(op)).toList();
-        if (explainedOtherwise(w, shape, main, retries, events)) {
+        if (explainedOtherwise(w, latency, shape, main, retries, events)) {
             return Optional.empty();
         }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;

@@ -17,6 +17,8 @@ public class OpLatency {
     public long events;
     /** The slowest median of the kernel's interval histograms merged here (µs); 0 if none. */
     public double slowestIntervalMedianUs;
+    /** The kernel's interval histograms of device time, each apart: when the I/Os came. */
+    public IntervalCounts deviceIntervals = new IntervalCounts();
     /** Σ weight × in-flight depth at dispatch, and Σ weight, over the events that know their depth. */
     public double eventDepthSum;
     public double eventDepthWeight;
@@ -29,6 +31,7 @@ public class OpLatency {
         if (interval.count > 0) {
             slowestIntervalMedianUs = Math.max(slowestIntervalMedianUs, interval.quantileUs(0.5));
         }
+        deviceIntervals.add(buckets);
     }
 
     public boolean hasKernelHistograms() {
@@ -71,6 +74,7 @@ public class OpLatency {
         eventErrors = Saturating.add(eventErrors, o.eventErrors);
         events += o.events;
         slowestIntervalMedianUs = Math.max(slowestIntervalMedianUs, o.slowestIntervalMedianUs);
+        deviceIntervals.merge(o.deviceIntervals);
         eventDepthSum += o.eventDepthSum;
         eventDepthWeight += o.eventDepthWeight;
         return this;

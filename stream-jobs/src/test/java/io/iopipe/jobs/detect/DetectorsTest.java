@@ -154,6 +154,30 @@ class DetectorsTest {
         assertTrue(found.contains("bimodal_retries warning"), found.toString());
     }
 
+    @Test
+    void aSlowerModeBunchedInAFewSecondsIsABurstsQueueNotRetries() throws Exception {
+        // 50 reads a second at 4-8 ms and 12 in ten seconds at 128-256 ms, no event to tell
+        // depths and a mean queue no deeper than steady arrivals make. Spread over the
+        // seconds as a binomial draw spreads them: retries. Six in each of two seconds:
+        // the reads behind two bursts (a fsync storm's writes, in no read histogram).
+        int fast = Log2Histogram.bucketOf(6_000);
+        int slow = Log2Histogram.bucketOf(150_000);
+        List<String> spread = verdicts(windowOfIntervals(seconds(fast, slow, 1, 1, 2, 1, 1, 1, 2, 1, 1, 1)), new DiskHistory());
+        assertTrue(spread.contains("bimodal_retries warning"), spread.toString());
+        DiskWindow bunched = windowOfIntervals(seconds(fast, slow, 0, 0, 6, 0, 0, 0, 0, 6, 0, 0));
+        assertEquals(bunched.queueSize(), bunched.utilFraction(), 1e-9);
+        assertEquals(List.of(), verdicts(bunched, new DiskHistory()));
+    }
+
+    /** One-second histograms of reads: 50 in bucket `fast`, and `slowCounts` of each second in bucket `slow`. */
+    private static List<long[]> seconds(int fast, int slow, long... slowCounts) {
+        return java.util.Arrays.stream(slowCounts).mapToObj(n -> {
+            long[] b = buckets(slow, n);
+            b[fast] = 50;
+            return b;
+        }).toList();
+    }
+
     private static long[] buckets(int bucket, long count) {
         long[] b = new long[bucket + 1];
         b[bucket] = count;
