@@ -636,11 +636,11 @@ mod tests {
 
     #[test]
     fn a_synced_write_counts_once_when_its_flushes_are_done() {
-        // Two fsyncs' empty writes ended; one O_DSYNC write's data timed, its flush under
-        // way; another's data timed and its sequence ended: 3 writes timed in all.
+        // Two writes of no sequence timed; two fsyncs' empty writes ended; two O_DSYNC
+        // writes' data timed, one of them with its sequence ended, the other still flushing.
         let sequences = FlushSequences { data: 2, ends: 3 };
-        // The kernel has counted the 2 timed writes of no sequence, the 2 empty ones and
-        // the ended O_DSYNC one: 5, not the one still flushing.
+        // The kernel has counted the 2 writes of no sequence, the 2 empty ones and the
+        // ended O_DSYNC one: 5, not the one still flushing.
         assert_eq!(sequences.accounted(2 + 2), 5);
         assert_eq!(FlushSequences::default().accounted(7), 7);
     }
