@@ -4,7 +4,6 @@ count it, and each lands in the log2 bucket its measured latency belongs to."""
 import contextlib
 import fcntl
 import json
-import mmap
 import os
 import subprocess
 import threading
@@ -132,24 +131,6 @@ def test_retries_show_as_the_modes_of_the_histogram(agent_bin):
 FLUSH_US = 8000
 
 
-def synced_writes(device, count):
-    """`count` 4 KiB O_DIRECT writes made durable the two ways databases do: each of the
-    first half followed by an fsync (an empty write asking for a cache flush), each of
-    the others written with RWF_DSYNC (a write asking for FUA, which a loop device lacks:
-    the kernel flushes after its data)."""
-    buffer = mmap.mmap(-1, 4096)
-    fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
-    try:
-        for i in range(count):
-            if i < count // 2:
-                os.pwritev(fd, [buffer], i * 4096)
-                os.fsync(fd)
-            else:
-                os.pwritev(fd, [buffer], i * 4096, os.RWF_DSYNC)
-    finally:
-        os.close(fd)
-
-
 def test_writes_made_durable_are_counted_once_and_timed_apart_from_their_flushes(agent_bin):
     """On a disk with a volatile cache and no FUA the kernel takes each flush as a request
     of its own, and counts the write that asked for it once, when its flushes are done:
@@ -161,7 +142,11 @@ def test_writes_made_durable_are_counted_once_and_timed_apart_from_their_flushes
         assert (queue / "write_cache").read_text().strip() == "write back" and (queue / "fua").read_text().strip() == "0"
         agent = TracingAgent(agent_bin)
         before = disk.diskstats()
-        synced_writes(disk.device, 40)
+        # Made durable the two ways databases do: 20 writes each followed by an fsync (an
+        # empty write asking for a cache flush), 20 written with RWF_DSYNC (asking for FUA,
+        # which a loop device lacks: the kernel flushes after their data).
+        direct_writes(disk.device, 20, first_block=0, fsync=True)
+        direct_writes(disk.device, 20, first_block=20, flags=os.RWF_DSYNC)
         after = disk.diskstats()
         records = agent.stop()
         name = disk.name

@@ -52,17 +52,20 @@ class TracingAgent:
         assert self.process.returncode == 0, "".join(self.stderr_lines)
         return [json.loads(line) for line in self.stdout_lines]
 
-    def counters(self):
-        """The agent's own counters at exit, from its last io.agent.v1 record."""
+    def last_report(self):
+        """The agent's last io.agent.v1 record: what it says of itself at exit."""
         reports = [json.loads(line) for line in self.stdout_lines if '"schema":"io.agent.v1"' in line]
         assert reports, "the agent sent no io.agent.v1 record"
-        return reports[-1]["counters"]
+        return reports[-1]
+
+    def counters(self):
+        """The agent's own counters at exit."""
+        return self.last_report()["counters"]
 
     def reported_missing(self, disk):
         """The disk's completions the kernel counted and the agent's histograms do not
-        hold, as its last io.agent.v1 record reports them (agent/src/reconcile.rs)."""
-        reports = [json.loads(line) for line in self.stdout_lines if '"schema":"io.agent.v1"' in line]
-        return reports[-1].get("untraced_by_disk", {}).get(disk, 0) if reports else 0
+        hold, as its last report says (agent/src/reconcile.rs)."""
+        return self.last_report().get("untraced_by_disk", {}).get(disk, 0)
 
     def assert_counted_or_reported_missing(self, disk, counted, completed):
         """Every completion is in the histograms or reported missing, never both. The

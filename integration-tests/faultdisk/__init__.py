@@ -150,13 +150,16 @@ def direct_read_spans(device, count, first_block=0, stride=7):
         os.close(fd)
 
 
-def direct_writes(device, count, first_block=8192):
-    """Writes `count` 4 KiB blocks with O_DIRECT, one at a time."""
+def direct_writes(device, count, first_block=8192, flags=0, fsync=False):
+    """Writes `count` 4 KiB blocks with O_DIRECT, one at a time, each with the pwritev2
+    `flags` (os.RWF_DSYNC: durable as written) and, with `fsync`, each followed by one."""
     buffer = mmap.mmap(-1, BLOCK)
     fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
     try:
         for i in range(count):
-            os.pwritev(fd, [buffer], (first_block + i) * BLOCK)
+            os.pwritev(fd, [buffer], (first_block + i) * BLOCK, flags)
+            if fsync:
+                os.fsync(fd)
     finally:
         os.close(fd)
 
