@@ -125,8 +125,7 @@ struct Totals {
     slots: [[[u64; MAX_SLOTS]; LATENCY_KINDS]; OPS],
     sum_us: [[u64; LATENCY_KINDS]; OPS],
     errors: [u64; OPS],
-    /// Flush sequences' data parts timed as writes, and sequences ended (struct disk_hists).
-    flush_sequences: [u64; 2],
+    flush_sequences: FlushSequences,
 }
 
 /// A disk's writes in flush sequences over an interval (struct disk_hists): the kernel
@@ -145,6 +144,11 @@ impl FlushSequences {
     /// writes and discards: a write in a sequence counts at its end, not at its data.
     pub fn accounted(&self, traced: u64) -> u64 {
         (traced + self.ends).saturating_sub(self.data)
+    }
+
+    /// What came since `earlier`, a reading of the same counts.
+    fn since(&self, earlier: &FlushSequences) -> FlushSequences {
+        FlushSequences { data: self.data.saturating_sub(earlier.data), ends: self.ends.saturating_sub(earlier.ends) }
     }
 }
 
@@ -312,9 +316,9 @@ impl IoTrace {
         for (disk, now) in totals {
             let previous = self.previous.entry(disk).or_default();
             out.extend(differences(disk, &now, previous, &maxima.remove(&disk).unwrap_or_default()));
-            let [data, ends] = std::array::from_fn(|i| now.flush_sequences[i].saturating_sub(previous.flush_sequences[i]));
-            if data + ends > 0 {
-                flush_sequences.insert(disk, FlushSequences { data, ends });
+            let interval = now.flush_sequences.since(&previous.flush_sequences);
+            if interval != FlushSequences::default() {
+                flush_sequences.insert(disk, interval);
             }
             previous.keep_highest(&now);
         }
@@ -450,8 +454,8 @@ impl Totals {
             }
             self.errors[op] += copy.errors[op];
         }
-        self.flush_sequences[0] += copy.flush_sequence_data;
-        self.flush_sequences[1] += copy.flush_sequence_ends;
+        self.flush_sequences.data += copy.flush_sequence_data;
+        self.flush_sequences.ends += copy.flush_sequence_ends;
     }
 
     /// Each figure at its highest seen: a copy caught mid-retirement can read low for
@@ -469,7 +473,9 @@ impl Totals {
             highest(&mut self.sum_us[op], &now.sum_us[op]);
         }
         highest(&mut self.errors, &now.errors);
-        highest(&mut self.flush_sequences, &now.flush_sequences);
+        let sequences = &mut self.flush_sequences;
+        sequences.data = sequences.data.max(now.flush_sequences.data);
+        sequences.ends = sequences.ends.max(now.flush_sequences.ends);
     }
 }
 
