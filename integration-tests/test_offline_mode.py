@@ -80,3 +80,60 @@ def test_a_converted_capture_given_its_disks_class_is_windowed_and_judged_by_it(
     assert ("bimodal_retries", "warning") not in kinds(judged("--rotational", "false")), "flash is no disk arm"
     # Without its class: no diskstats, so no window record, as before.
     assert not [w for w in judged() if w["schema"] == "io.window.v1"]
+
+
+def iosnoop_queued_capture(events):
+    """Events as perf-tools' `iosnoop -Qts` prints them: START is the insertion in the queue,
+    so LATms, END less START, holds the queue time too; seconds since boot."""
+    boot_ns = scenarios.START_NS - 5_000 * 10**9
+    lines = ["STARTs         ENDs           COMM         PID    TYPE DEV      BLOCK        BYTES     LATms"]
+    for e in sorted(events, key=lambda e: e["complete_ns"]):
+        start, end = e["issue_ns"] - e["queue_ns"] - boot_ns, e["complete_ns"] - boot_ns
+        lines.append(f"{start / 1e9:.6f} {end / 1e9:.6f} {e['comm']} {e['pid']} {e['op']} 8,32 {e['sector']} "
+                     f"{e['bytes']} {(end - start) / 1e6:.2f}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_capture_timed_from_the_queue_is_windowed_by_its_totals_and_never_judged_on_device_time(tmp_path, agent_bin):
+    # S2's retrying disk again, captured by a tool whose clock starts at the queue.
+    events = [r for r in scenarios.s2(random.Random(2)) if r["schema"] == "io.event.v1"]
+    capture = tmp_path / "sdc-Q.txt"
+    capture.write_text(iosnoop_queued_capture(events))
+    records = tmp_path / "records.ndjson"
+    with open(records, "w") as out:
+        run = subprocess.run([str(agent_bin), "convert", "--from", "iosnoop", "--queued", str(capture), "--host", "s2",
+                              "--disk", "sdc", "--start-ns", str(scenarios.START_NS), "--rotational", "true"],
+                             stdout=out, stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 0, run.stderr
+    assert f"{len(events)} events timed from the queue" in run.stderr, run.stderr
+    output = tmp_path / "out.ndjson"
+    run = subprocess.run(["make", "-s", "detect", f"INPUT={records}", f"OUTPUT={output}"], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "0 rejected" in run.stderr, run.stderr
+    out = [json.loads(line) for line in output.read_text().splitlines()]
+    windows = [w for w in out if w["schema"] == "io.window.v1" and w["window_s"] == 10 and "latency" in w]
+    assert sum(w["latency"]["R"]["count"] for w in windows) == len(events), "every I/O counted by its total time"
+    for w in windows:
+        assert w["latency"]["R"]["total"]["buckets_log2_us"] and not w["latency"]["R"]["device"]["buckets_log2_us"], w
+    # The same I/Os timed from their dispatch show S2's retries (the test above); their
+    # totals claim no device time, so no mode of it is judged.
+    assert not [r for r in out if r["schema"] == "io.anomaly.v1" and r["kind"] == "bimodal_retries"]
+
+
+def test_a_biosnoop_bt_capture_of_unknown_ops_is_read_but_counts_no_diskstats(tmp_path, agent_bin):
+    capture = REPO / "agent/tests/fixtures/captures/biosnoop-bt-tracepoints.txt"
+    records = tmp_path / "records.ndjson"
+    with open(records, "w") as out:
+        run = subprocess.run([str(agent_bin), "convert", "--from", "biosnoop-bt", str(capture), "--host", "h"],
+                             stdout=out, stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in records.read_text().splitlines()]
+    assert len(events) == 4 and all(e["op"] == "?" and e["timed_from"] == "queue" for e in events), events
+    output = tmp_path / "out.ndjson"
+    run = subprocess.run(["make", "-s", "detect", f"INPUT={records}", f"OUTPUT={output}"], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "0 rejected" in run.stderr, run.stderr
+    assert not output.read_text(), "no diskstats, so no window; no device time, so no verdict"
+    run = subprocess.run([str(agent_bin), "convert", "--from", "biosnoop-bt", str(capture), "--host", "h",
+                          "--rotational", "true"], capture_output=True, text=True)
+    assert run.returncode != 0 and "which I/Os read and which wrote" in run.stderr, run.stderr

@@ -103,6 +103,10 @@ struct ConvertArgs {
     /// The captured disks' model, with --rotational: flash drives are compared with their model's.
     #[arg(long, requires = "rotational")]
     model: Option<String>,
+    /// The capture was made with `iosnoop -Q`: its start times are the requests' insertion
+    /// in the queue, so its latencies are total times and no device time is claimed.
+    #[arg(long)]
+    queued: bool,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -343,7 +347,11 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
         Some(ns) => ns,
         None => modification_time_ns(&args.file)?,
     };
-    let ctx = convert::Context { host: args.host.clone(), disk: args.disk.clone(), start_ns };
+    if args.queued && args.from != convert::Format::Iosnoop {
+        bail!("--queued is for iosnoop captures made with -Q, whose output does not say so; the other formats say \
+               where their times start");
+    }
+    let ctx = convert::Context { host: args.host.clone(), disk: args.disk.clone(), start_ns, queued: args.queued };
     let name = file_name(&args.file);
     let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
@@ -371,6 +379,11 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
         );
         if facts.is_none() {
             eprintln!("iopipe-agent: no diskstats for {name}'s disks, so no windows: pass --rotational true|false (and --model) to count them from its I/Os");
+        }
+        let timed_from_queue = conversion.events.iter().filter(|e| e.timed_from == record::TimedFrom::Queue).count();
+        if timed_from_queue > 0 {
+            eprintln!("iopipe-agent: {name}: {timed_from_queue} events timed from the queue (timed_from queue): total times, \
+                       whose device time is unknown, so no verdict on device time rests on them");
         }
     })
 }

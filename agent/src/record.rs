@@ -103,6 +103,9 @@ pub enum Op {
     W,
     D,
     F,
+    /// A capture that does not say (bpftrace's biosnoop.bt): events only, never histograms.
+    #[serde(rename = "?")]
+    Unknown,
 }
 
 impl Op {
@@ -133,6 +136,22 @@ pub enum SampleReason {
     All,
 }
 
+/// What an event's issue_ns marks: its dispatch to the device, or (for tools that start
+/// their clock there) its entry to the block layer, which leaves its device time unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimedFrom {
+    #[default]
+    Dispatch,
+    Queue,
+}
+
+impl TimedFrom {
+    fn is_dispatch(&self) -> bool {
+        *self == TimedFrom::Dispatch
+    }
+}
+
 /// One block I/O, shaped exactly as schema/records/io.event.v1.schema.json.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventRecord {
@@ -151,6 +170,9 @@ pub struct EventRecord {
     pub pid: u32,
     pub sample_reason: SampleReason,
     pub sample_weight: f64,
+    /// Left out when it is the dispatch: what the agent and most tools record.
+    #[serde(skip_serializing_if = "TimedFrom::is_dispatch")]
+    pub timed_from: TimedFrom,
 }
 
 impl EventRecord {

@@ -9,7 +9,7 @@ use crate::reconcile::Reconciler;
 use crate::restart::{DiskPosition, Resumed};
 use crate::sampler::{Sample, SampledDisk};
 use crate::telemetry::Counter;
-use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, EVENT_SCHEMA, HIST_SCHEMA};
+use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, TimedFrom, EVENT_SCHEMA, HIST_SCHEMA};
 use crate::{sampler, sysfs, topics};
 use anyhow::Result;
 use std::collections::{BTreeMap, HashMap};
@@ -206,6 +206,7 @@ impl Tracer {
             pid: raw.pid,
             sample_reason: REASONS.get(usize::from(raw.reason)).copied().unwrap_or(SampleReason::Outlier),
             sample_weight: f64::from(raw.weight.max(1)),
+            timed_from: TimedFrom::Dispatch,
         }
     }
 

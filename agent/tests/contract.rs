@@ -122,16 +122,19 @@ fn convert_fixture(format: &str, file: &str, extra: &[&str]) -> (Vec<Value>, Str
 #[test]
 fn every_converted_event_validates_against_the_schema() {
     let validator = validator("io.event.v1");
-    let cases = [
-        ("biosnoop", "biosnoop-dusty-disk.txt", 39),
-        ("biosnoop", "biosnoop-lid-pressed.txt", 19),
-        ("blkparse", "blkparse-sdf-fio.txt", 1),
-        ("blkparse", "blkparse-sdf-dd.txt", 1),
-        ("iosnoop", "iosnoop-ts.txt", 5),
-        ("msr-csv", "msr-hm.csv", 4),
+    let cases: [(&str, &str, &[&str], usize); 9] = [
+        ("biosnoop", "biosnoop-dusty-disk.txt", &[], 39),
+        ("biosnoop", "biosnoop-lid-pressed.txt", &[], 19),
+        ("biosnoop-bt", "biosnoop-bt-kprobes.txt", &[], 5),
+        ("biosnoop-bt", "biosnoop-bt-tracepoints.txt", &[], 4),
+        ("blkparse", "blkparse-sdf-fio.txt", &[], 1),
+        ("blkparse", "blkparse-sdf-dd.txt", &[], 1),
+        ("iosnoop", "iosnoop-ts.txt", &[], 5),
+        ("iosnoop", "iosnoop-ts.txt", &["--queued"], 5),
+        ("msr-csv", "msr-hm.csv", &[], 4),
     ];
-    for (format, file, expected) in cases {
-        let (records, stderr, ok) = convert_fixture(format, file, &["--host", "seed-host"]);
+    for (format, file, flags, expected) in cases {
+        let (records, stderr, ok) = convert_fixture(format, file, &[&["--host", "seed-host"], flags].concat());
         assert!(ok, "{file}: {stderr}");
         assert_eq!(records.len(), expected, "{file}: {stderr}");
         for record in &records {

@@ -4,7 +4,10 @@
 Migrations are numbered `NNNN_name.up.sql` / `NNNN_name.down.sql`: statements ended by
 `;` at the end of a line, with placeholders {db}, {kafka_brokers} and {kafka_group}.
 Every statement is idempotent (IF [NOT] EXISTS), so a migration interrupted halfway is
-finished by running `up` again. Applied versions are recorded in `{db}.schema_migrations`
+finished by running `up` again. 18.16 parses no IF [NOT] EXISTS in `ALTER TABLE ... ADD
+COLUMN` / `DROP COLUMN`: the runner looks the column up and runs the change without the
+clause, or not at all where the column already is as wanted (a rerun; a replica that
+took the change from its peers). Applied versions are recorded in `{db}.schema_migrations`
 as an append-only log (up/down events), which works on every server version; a full
 `down` drops the log too, leaving nothing.
 
@@ -48,6 +51,7 @@ FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$")
 PLACEHOLDER = re.compile(r"\{(db|kafka_brokers|kafka_group)\}")
 REQUIRES = re.compile(r"^-- requires: ClickHouse >= (\d+)\.(\d+)(.*)$")
 STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
+COLUMN_CHANGE = re.compile(r"^ALTER TABLE (\w+)\.(\w+) (ADD|DROP) COLUMN (IF (?:NOT )?EXISTS )(\w+)\b")
 
 
 class ClickHouseError(RuntimeError):
@@ -235,7 +239,22 @@ class Migrator:
 
     def _run(self, migration, direction):
         for statement in migration.statements(direction, self.params):
-            self.client.query(replicated(statement) if self.cluster else statement)
+            statement = self._column_change(statement)
+            if statement:
+                self.client.query(replicated(statement) if self.cluster else statement)
+
+    def _column_change(self, statement):
+        """An ADD/DROP COLUMN IF [NOT] EXISTS as every server parses it: without the clause,
+        or None where the column already is as the statement wants it."""
+        change = COLUMN_CHANGE.match(statement)
+        if not change:
+            return statement
+        db, table, verb, clause, column = change.groups()
+        exists = self.client.rows(f"SELECT count() FROM system.columns WHERE database = '{db}' AND table = '{table}' "
+                                  f"AND name = '{column}'")[0][0] != "0"
+        if exists == (verb == "ADD"):
+            return None
+        return statement[:change.start(4)] + statement[change.end(4):]
 
     @property
     def distributed_db(self):

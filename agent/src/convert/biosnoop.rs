@@ -5,7 +5,7 @@
 
 use super::{field, CaptureParser, CapturedIo, Clock, Line};
 use crate::lines::scaled;
-use crate::record::Op;
+use crate::record::{Op, TimedFrom};
 
 #[derive(Default)]
 pub struct Parser {
@@ -56,6 +56,7 @@ impl Parser {
             complete_ns,
             queue_ns,
             inflight: None,
+            timed_from: TimedFrom::Dispatch,
             error: 0,
             comm: fields[1..fields.len() - right].join(" "),
             pid: field(pid, "PID")?,

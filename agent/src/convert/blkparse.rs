@@ -6,7 +6,7 @@
 
 use super::{device_name, field, CaptureParser, CapturedIo, Clock, Line};
 use crate::lines::scaled;
-use crate::record::Op;
+use crate::record::{Op, TimedFrom};
 use std::collections::HashMap;
 
 /// Flushes carry no sector; they are keyed by device alone.
@@ -117,6 +117,7 @@ impl Parser {
             complete_ns: e.ts_ns,
             queue_ns: u64::try_from(issued_ns - waited_from).unwrap_or(0),
             inflight: Some(request.inflight_at_issue),
+            timed_from: TimedFrom::Dispatch,
             error: completion_error(&e.bracket),
             comm: request.comm,
             pid: request.pid,

@@ -81,6 +81,10 @@ fn started_ns(e: &EventRecord) -> u64 {
 }
 
 fn disk_samples(host: &str, disk: &str, ios: &[&EventRecord]) -> Result<Vec<Sample>, String> {
+    if ios.iter().any(|e| e.op == Op::Unknown) {
+        return Err(format!("{host}/{disk}: the capture does not say which I/Os read and which wrote, and diskstats count \
+                            each op apart: convert it without --rotational (its events alone)"));
+    }
     let earliest = ios.iter().map(|e| started_ns(e)).min().unwrap_or(0);
     let latest = ios.iter().map(|e| e.complete_ns).max().unwrap_or(0);
     if latest.saturating_sub(earliest) > MAX_SPAN_NS {
@@ -151,6 +155,7 @@ fn complete(sums: &mut Sums, e: &EventRecord, took_ns: u64) {
             f.completed += 1;
             sums.flush_ns += took_ns;
         }
+        Op::Unknown => unreachable!("disk_samples refuses I/Os of unknown op"),
     }
 }
 

@@ -1,16 +1,24 @@
 //! perf-tools' iosnoop with timestamps (`iosnoop -ts`):
 //! `STARTs ENDs COMM PID TYPE DEV BLOCK BYTES LATms`. START/END are seconds since boot;
 //! without them (plain `iosnoop`) the I/Os cannot be placed in time, which the
-//! converter says instead of guessing.
+//! converter says instead of guessing. START is the dispatch (block_rq_issue), or with
+//! `iosnoop -Q` the insertion in the queue (block_rq_insert): the output is the same, so
+//! the command line says which (`convert --queued`), and queued LATms is a total time.
 
 use super::{device_name, field, CaptureParser, CapturedIo, Clock, Line};
 use crate::lines::scaled;
-use crate::record::Op;
+use crate::record::{Op, TimedFrom};
 
-#[derive(Default)]
 pub struct Parser {
     /// Number of leading time columns (STARTs, ENDs) named by the header.
     time_columns: Option<Vec<String>>,
+    timed_from: TimedFrom,
+}
+
+impl Parser {
+    pub fn new(queued: bool) -> Self {
+        Parser { time_columns: None, timed_from: if queued { TimedFrom::Queue } else { TimedFrom::Dispatch } }
+    }
 }
 
 impl CaptureParser for Parser {
@@ -33,11 +41,11 @@ impl CaptureParser for Parser {
             return Ok(Line::NotData);
         }
         let columns = self.time_columns.as_ref().ok_or("I/O line before the COMM ... LATms header")?;
-        io(trimmed, columns).map(Line::Io)
+        io(trimmed, columns, self.timed_from).map(Line::Io)
     }
 }
 
-fn io(line: &str, time_columns: &[String]) -> Result<CapturedIo, String> {
+fn io(line: &str, time_columns: &[String], timed_from: TimedFrom) -> Result<CapturedIo, String> {
     const RIGHT: usize = 6; // PID TYPE DEV BLOCK BYTES LATms
     let fields: Vec<&str> = line.split_whitespace().collect();
     let leading = time_columns.len();
@@ -68,6 +76,7 @@ fn io(line: &str, time_columns: &[String]) -> Result<CapturedIo, String> {
         complete_ns,
         queue_ns: 0,
         inflight: None,
+        timed_from,
         error: 0,
         comm: fields[leading..fields.len() - RIGHT].join(" "),
         pid: field(tail[0], "PID")?,

@@ -1,10 +1,11 @@
-//! `iopipe-agent convert`: captures made with other tools (biosnoop, blkparse, iosnoop,
-//! MSR-style CSV) become io.event.v1 records (and, given the disks' class, the
+//! `iopipe-agent convert`: captures made with other tools (biosnoop, bpftrace's biosnoop.bt,
+//! blkparse, iosnoop, MSR-style CSV) become io.event.v1 records (and, given the disks' class, the
 //! io.diskstats.v1 samples they add up to: see diskstats.rs), and fleet telemetry (Perseus-style CSV)
 //! io.window.v1 records, so old evidence replays through the pipeline. Malformed lines are reported with their numbers and skipped; the rest of
 //! the file is always converted.
 
 mod biosnoop;
+mod biosnoop_bt;
 mod blkparse;
 pub mod diskstats;
 mod iosnoop;
@@ -12,13 +13,15 @@ mod msr;
 pub mod perseus;
 
 use crate::lines::LineError;
-use crate::record::{kernel_comm, EventRecord, Op, SampleReason, EVENT_SCHEMA};
+use crate::record::{kernel_comm, EventRecord, Op, SampleReason, TimedFrom, EVENT_SCHEMA};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Biosnoop,
+    /// bpftrace's biosnoop.bt: whole milliseconds from queue to completion, op unknown.
+    BiosnoopBt,
     Blkparse,
     Iosnoop,
     MsrCsv,
@@ -48,8 +51,10 @@ struct CapturedIo {
     issue_ns: i128,
     complete_ns: i128,
     queue_ns: u64,
-    /// Known when the capture shows dispatches (blkparse); derived from overlap otherwise.
+    /// Known when the capture shows dispatches (blkparse); derived from overlap otherwise,
+    /// where the I/Os are timed from their dispatch.
     inflight: Option<u32>,
+    timed_from: TimedFrom,
     error: i32,
     comm: String,
     pid: u32,
@@ -81,6 +86,9 @@ pub struct Context {
     pub disk: Option<String>,
     /// Wall-clock ns that the capture's time zero (or first I/O) corresponds to.
     pub start_ns: u64,
+    /// The capture's start times are the requests' entry to the queue (iosnoop -Q), not
+    /// their dispatch: its latencies are total times.
+    pub queued: bool,
 }
 
 pub struct Conversion {
@@ -93,8 +101,9 @@ pub struct Conversion {
 pub fn convert(format: Format, input_name: &str, text: &str, ctx: &Context) -> Result<Conversion, String> {
     let mut parser: Box<dyn CaptureParser> = match format {
         Format::Biosnoop => Box::new(biosnoop::Parser::default()),
+        Format::BiosnoopBt => Box::new(biosnoop_bt::Parser::default()),
         Format::Blkparse => Box::new(blkparse::Parser::default()),
-        Format::Iosnoop => Box::new(iosnoop::Parser::default()),
+        Format::Iosnoop => Box::new(iosnoop::Parser::new(ctx.queued)),
         Format::MsrCsv => Box::new(msr::Parser),
         Format::Perseus => return Err(format!("{input_name}: telemetry becomes windows, not events: use perseus::convert")),
     };
@@ -153,12 +162,13 @@ fn into_records(mut ios: Vec<CapturedIo>, clock: Clock, ctx: &Context) -> Vec<Ev
             issue_ns: clamp_ns(io.issue_ns + offset),
             complete_ns: clamp_ns(io.complete_ns + offset),
             queue_ns: io.queue_ns,
-            inflight: io.inflight.unwrap_or(1),
+            inflight: io.inflight.unwrap_or(0),
             error: io.error,
             comm: kernel_comm(&io.comm),
             pid: io.pid,
             sample_reason: SampleReason::All,
             sample_weight: 1.0,
+            timed_from: io.timed_from,
         })
         .collect()
 }
@@ -169,11 +179,12 @@ fn clamp_ns(ns: i128) -> u64 {
 
 /// Requests in flight on the disk when each I/O was issued, counting itself, for
 /// captures that list every I/O but not the device's queue: the I/Os issued no later
-/// than this one and not yet complete.
+/// than this one and not yet complete. Not for I/Os timed from the queue: their
+/// dispatch, and so the device's queue, is unknown (0).
 fn fill_inflight(ios: &mut [CapturedIo]) {
     let mut by_disk: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, io) in ios.iter().enumerate() {
-        if io.inflight.is_none() {
+        if io.inflight.is_none() && io.timed_from == TimedFrom::Dispatch {
             by_disk.entry(io.disk.clone()).or_default().push(i);
         }
     }

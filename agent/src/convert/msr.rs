@@ -4,7 +4,7 @@
 //! ResponseTime is 100 ns ticks.
 
 use super::{field, CaptureParser, CapturedIo, Clock, Line};
-use crate::record::Op;
+use crate::record::{Op, TimedFrom};
 
 /// 100 ns ticks from 1601-01-01 to 1970-01-01.
 const FILETIME_UNIX_EPOCH: u64 = 116_444_736_000_000_000;
@@ -50,6 +50,7 @@ impl CaptureParser for Parser {
             complete_ns: issue_ns + i128::from(response_ticks) * NS_PER_TICK,
             queue_ns: 0,
             inflight: None,
+            timed_from: TimedFrom::Dispatch,
             error: 0,
             comm: String::new(),
             pid: 0,

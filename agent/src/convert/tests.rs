@@ -5,7 +5,7 @@ const START_NS: u64 = 1_763_700_000_000_000_000;
 fn convert_fixture(format: Format, file: &str, host: Option<&str>, disk: Option<&str>) -> Conversion {
     let path = crate::manifest_dir().join("tests/fixtures/captures").join(file);
     let text = std::fs::read_to_string(path).unwrap();
-    let ctx = Context { host: host.map(str::to_string), disk: disk.map(str::to_string), start_ns: START_NS };
+    let ctx = Context { host: host.map(str::to_string), disk: disk.map(str::to_string), start_ns: START_NS, queued: false };
     convert(format, file, &text, &ctx).unwrap()
 }
 
@@ -74,7 +74,7 @@ fn blkparse_splits_queue_time_from_device_time() {
 fn blkparse_counts_completions_whose_dispatch_predates_the_trace() {
     let incomplete = "8,32 0 1 0.1 0 C R 500 + 8 [0]\n8,32 0 2 0.2 7 D W 9 + 8 [x]\n";
     let whole = "8,32 0 3 0.3 7 D R 100 + 8 [x]\n8,32 0 4 0.4 0 C R 100 + 8 [0]\n";
-    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS, queued: false };
     let c = convert(Format::Blkparse, "t", &format!("{incomplete}{whole}"), &ctx).unwrap();
     assert_eq!((c.events.len(), c.unmatched), (1, 2), "one completion without dispatch, one dispatch never completed");
     let err = convert(Format::Blkparse, "t", incomplete, &ctx).err().unwrap();
@@ -84,7 +84,7 @@ fn blkparse_counts_completions_whose_dispatch_predates_the_trace() {
 #[test]
 fn blkparse_reports_an_io_error_as_negative_errno() {
     let text = "8,0 0 1 0.0 9 D R 8 + 8 [dd]\n8,0 0 2 0.002 0 C R 8 + 8 [5]\n";
-    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS, queued: false };
     assert_eq!(convert(Format::Blkparse, "t", text, &ctx).unwrap().events[0].error, -5);
 }
 
@@ -103,7 +103,7 @@ fn iosnoop_with_timestamps_converts_and_reports_the_bad_line() {
 #[test]
 fn iosnoop_without_timestamps_is_refused_with_the_fix() {
     let text = "COMM         PID    TYPE DEV      BLOCK        BYTES     LATms\nsupervise 1809 W 202,1 17039600 4096 0.62\n";
-    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS, queued: false };
     let err = convert(Format::Iosnoop, "t", text, &ctx).err().unwrap();
     assert!(err.contains("iosnoop -ts"), "{err}");
 }
@@ -112,7 +112,7 @@ fn iosnoop_without_timestamps_is_refused_with_the_fix() {
 fn a_capture_of_another_tool_converts_nothing_and_says_to_check_from() {
     let path = crate::manifest_dir().join("tests/fixtures/captures/biosnoop-dusty-disk.txt");
     let text = std::fs::read_to_string(path).unwrap();
-    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS };
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS, queued: false };
     for format in [Format::Blkparse, Format::Iosnoop, Format::MsrCsv] {
         let err = convert(format, "biosnoop-dusty-disk.txt", &text, &ctx).err().unwrap();
         assert!(err.starts_with("biosnoop-dusty-disk.txt: no I/O converted from its"), "{err}");
@@ -135,7 +135,7 @@ fn msr_csv_uses_its_own_hosts_and_file_time() {
 
 #[test]
 fn captures_without_a_host_need_one() {
-    let ctx = Context { host: None, disk: None, start_ns: START_NS };
+    let ctx = Context { host: None, disk: None, start_ns: START_NS, queued: false };
     let err = convert(Format::Biosnoop, "t", "0.1 dd 1 sdb R 8 4096 1.0\n", &ctx).err().unwrap();
     assert!(err.contains("--host"), "{err}");
 }
@@ -210,6 +210,7 @@ fn io(op: Op, bytes: u64, start_ms: u64, queue_ms: u64, complete_ms: u64) -> Eve
         pid: 1,
         sample_reason: SampleReason::All,
         sample_weight: 1.0,
+        timed_from: TimedFrom::Dispatch,
     }
 }
 
@@ -250,4 +251,59 @@ fn a_capture_spanning_more_than_a_week_has_a_timestamp_off() {
     let events = [io(Op::R, 4096, 0, 0, 1), io(Op::R, 4096, 8 * 24 * 3_600_000, 0, 8 * 24 * 3_600_000 + 1)];
     let error = diskstats::samples(&events).unwrap_err();
     assert!(error.contains("h/sda") && error.contains("timestamp is off"), "{error}");
+}
+
+#[test]
+fn biosnoop_bt_reads_both_headers_as_total_times_of_unknown_op() {
+    let kprobes = convert_fixture(Format::BiosnoopBt, "biosnoop-bt-kprobes.txt", Some("h"), None);
+    let tracepoints = convert_fixture(Format::BiosnoopBt, "biosnoop-bt-tracepoints.txt", Some("h"), None);
+    assert!(kprobes.bad_lines.is_empty() && tracepoints.bad_lines.is_empty());
+    assert_eq!((kprobes.events.len(), kprobes.other_lines), (5, 2), "the probes line and the header");
+    assert_eq!((tracepoints.events.len(), tracepoints.other_lines), (4, 3), "the probes line and both header lines");
+    let spaced = kprobes.events.iter().find(|e| e.pid == 6515).unwrap();
+    assert_eq!((spaced.comm.as_str(), spaced.disk.as_str()), ("Cache2 I/O", "sda"));
+    assert_eq!(tracepoints.events[3].disk, "8:16", "MAJOR MINOR");
+    assert_eq!(tracepoints.events[3].comm, "jbd2/sdb1-8");
+    for e in kprobes.events.iter().chain(&tracepoints.events) {
+        assert_eq!((e.op, e.bytes, e.sector, e.queue_ns, e.inflight), (Op::Unknown, 0, 0, 0, 0), "{e:?}");
+        assert_eq!(e.timed_from, TimedFrom::Queue);
+    }
+}
+
+#[test]
+fn biosnoop_bt_takes_each_truncated_millisecond_at_its_middle() {
+    let c = convert_fixture(Format::BiosnoopBt, "biosnoop-bt-kprobes.txt", Some("h"), None);
+    // 611 ms after the start, 10 ms long: done in [611, 612) ms, took [10, 11) ms.
+    let first = &c.events[0];
+    assert_eq!(first.complete_ns, START_NS + 611_500_000);
+    assert_eq!(first.complete_ns - first.issue_ns, 10_500_000);
+    // "0": under a millisecond, not instantaneous.
+    assert_eq!(c.events[1].complete_ns - c.events[1].issue_ns, 500_000);
+}
+
+#[test]
+fn iosnoop_captured_with_q_is_timed_from_the_queue_without_a_device_depth() {
+    let path = crate::manifest_dir().join("tests/fixtures/captures/iosnoop-ts.txt");
+    let text = std::fs::read_to_string(path).unwrap();
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS, queued: true };
+    let c = convert(Format::Iosnoop, "iosnoop-ts.txt", &text, &ctx).unwrap();
+    assert_eq!(c.events.len(), 5);
+    assert!(c.events.iter().all(|e| e.timed_from == TimedFrom::Queue && e.inflight == 0 && e.queue_ns == 0));
+    assert_eq!(c.events[0].complete_ns - c.events[0].issue_ns, 618_000, "START to END, the queue included");
+}
+
+#[test]
+fn diskstats_cannot_be_counted_from_ios_of_unknown_op() {
+    let error = diskstats::samples(&[io(Op::Unknown, 0, 0, 0, 3)]).unwrap_err();
+    assert!(error.contains("h/sda") && error.contains("without --rotational"), "{error}");
+}
+
+#[test]
+fn an_event_says_where_its_time_starts_only_when_it_is_not_the_dispatch() {
+    let mut e = io(Op::R, 4096, 0, 0, 3);
+    assert!(!serde_json::to_string(&e).unwrap().contains("timed_from"));
+    e.timed_from = TimedFrom::Queue;
+    e.op = Op::Unknown;
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(json.contains(r#""timed_from":"queue""#) && json.contains(r#""op":"?""#), "{json}");
 }

@@ -43,21 +43,27 @@ public final class WindowFunctions {
             }
         }
 
+        /**
+         * An I/O timed from its entry to the block layer has a total time alone: it joins
+         * the total histogram and no more, so no verdict on device time or depth at
+         * dispatch rests on it.
+         */
         static void addEvent(DiskWindow w, IoEvent e) {
             OpLatency op = w.op(e.op);
             long weight = Math.round(e.sampleWeight);
-            long deviceUs = e.deviceNs() / 1000;
-            long queueUs = e.queueNs / 1000;
-            op.eventDevice.add(deviceUs, weight);
-            op.eventQueue.add(queueUs, weight);
-            op.eventTotal.add(deviceUs + queueUs, weight);
+            op.eventTotal.add(e.totalNs() / 1000, weight);
             op.events++;
+            if (e.error != 0) {
+                op.eventErrors = Saturating.add(op.eventErrors, weight);
+            }
+            if (e.timedFromQueue) {
+                return;
+            }
+            op.eventDevice.add(e.deviceNs() / 1000, weight);
+            op.eventQueue.add(e.queueNs / 1000, weight);
             if (e.inflight > 0) {
                 op.eventDepthSum += e.inflight * e.sampleWeight;
                 op.eventDepthWeight += e.sampleWeight;
-            }
-            if (e.error != 0) {
-                op.eventErrors = Saturating.add(op.eventErrors, weight);
             }
             w.keep(e);
         }

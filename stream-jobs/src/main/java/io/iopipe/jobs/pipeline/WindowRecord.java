@@ -44,13 +44,13 @@ final class WindowRecord {
     static ObjectNode op(OpLatency op, List<IoEvent> every) {
         boolean exact = !every.isEmpty();
         ObjectNode o = Json.object();
-        o.put("count", op.count());
+        o.put("count", op.total().count);
         o.put("errors", op.errors());
         o.put("source", op.hasKernelHistograms() ? "kernel" : "events");
         o.put("quantiles", exact ? "every_io" : "log2_buckets");
         o.set("device", distribution(op.device(), exact ? sortedUs(every, e -> e.deviceNs()) : null));
         o.set("queue", distribution(op.queue(), exact ? sortedUs(every, e -> e.queueNs) : null));
-        o.set("total", distribution(op.total(), exact ? sortedUs(every, e -> e.deviceNs() + e.queueNs) : null));
+        o.set("total", distribution(op.total(), exact ? sortedUs(every, IoEvent::totalNs) : null));
         o.put("events", op.events);
         double inflight = op.meanInflight();
         if (!Double.isNaN(inflight)) {

@@ -3,6 +3,10 @@ package io.iopipe.jobs.records;
 /** One io.event.v1 record: a sampled block I/O. */
 public class IoEvent {
     public static final String SCHEMA = "io.event.v1";
+    /** The op of an I/O whose capture did not say it. */
+    public static final String UNKNOWN_OP = "?";
+    public static final String TIMED_FROM_DISPATCH = "dispatch";
+    public static final String TIMED_FROM_QUEUE = "queue";
 
     public String host;
     public String disk;
@@ -19,8 +23,18 @@ public class IoEvent {
     public long pid;
     public String sampleReason;
     public double sampleWeight;
+    /**
+     * Whether issue_ns is the request's entry to the block layer (timed_from queue), not
+     * its dispatch: complete - issue is then the total time, and its device time unknown.
+     */
+    public boolean timedFromQueue;
 
+    /** Dispatch to completion: the device time, unless {@link #timedFromQueue}. */
     public long deviceNs() {
         return completeNs - issueNs;
+    }
+
+    public long totalNs() {
+        return timedFromQueue ? deviceNs() : deviceNs() + queueNs;
     }
 }

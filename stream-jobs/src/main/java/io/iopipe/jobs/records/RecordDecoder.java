@@ -85,6 +85,9 @@ public final class RecordDecoder {
     }
 
     static final Set<String> OPS = Set.of("R", "W", "D", "F");
+    /** An event's op: also unknown ("?") where the capture did not say. */
+    static final Set<String> EVENT_OPS = Set.of("R", "W", "D", "F", IoEvent.UNKNOWN_OP);
+    static final Set<String> TIMED_FROM = Set.of(IoEvent.TIMED_FROM_DISPATCH, IoEvent.TIMED_FROM_QUEUE);
     static final Set<String> LATENCY_KINDS = Set.of("device", "queue", "total");
     static final Set<String> SAMPLE_REASONS = Set.of("outlier", "uniform", "recorder", "all");
 
@@ -150,7 +153,7 @@ public final class RecordDecoder {
         IoEvent e = new IoEvent();
         e.host = Json.text(n, "host", 253);
         e.disk = Json.text(n, "disk", 64);
-        e.op = Json.oneOf(n, "op", OPS);
+        e.op = Json.oneOf(n, "op", EVENT_OPS);
         e.bytes = Json.counter(n, "bytes");
         e.sector = Json.counter(n, "sector");
         e.issueNs = timestamp(n, "issue_ns", nowNs);
@@ -163,6 +166,11 @@ public final class RecordDecoder {
                     + seconds(MAX_IO_LATENCY_NS) + " s no I/O lasts: issue_ns must be when this I/O was dispatched");
         }
         e.queueNs = Json.counter(n, "queue_ns");
+        e.timedFromQueue = n.has("timed_from") && Json.oneOf(n, "timed_from", TIMED_FROM).equals(IoEvent.TIMED_FROM_QUEUE);
+        if (e.timedFromQueue && e.queueNs != 0) {
+            throw new DecodeException("queue_ns is " + e.queueNs + " in an I/O timed from the queue, whose split between "
+                    + "queue and device is unknown: send 0, or the time from dispatch with timed_from dispatch");
+        }
         if (e.queueNs > MAX_IO_LATENCY_NS) {
             throw new DecodeException("queue_ns " + e.queueNs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
                     + " s no I/O waits: send the time from insertion to dispatch in nanoseconds, or 0 if unknown");

@@ -98,8 +98,8 @@ public final class WindowDecoder {
             throw new DecodeException("latency must be an object of ops");
         }
         for (Map.Entry<String, JsonNode> op : latency.properties()) {
-            if (!RecordDecoder.OPS.contains(op.getKey())) {
-                throw new DecodeException("latency holds an op " + op.getKey() + " that is none of " + RecordDecoder.OPS);
+            if (!RecordDecoder.EVENT_OPS.contains(op.getKey())) {
+                throw new DecodeException("latency holds an op " + op.getKey() + " that is none of " + RecordDecoder.EVENT_OPS);
             }
             if (op.getValue().has("quantiles")) {
                 Json.oneOf(op.getValue(), "quantiles", QUANTILES, "latency." + op.getKey() + ".quantiles");
