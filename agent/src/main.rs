@@ -103,6 +103,10 @@ struct ConvertArgs {
     /// The captured disks' model, with --rotational: flash drives are compared with their model's.
     #[arg(long, requires = "rotational")]
     model: Option<String>,
+    /// The captured disks' rotation rate, with --rotational true: retries are told by whole
+    /// revolutions of it instead of those of any common rate.
+    #[arg(long, requires = "rotational", value_parser = clap::value_parser!(u32).range(1025..=65534))]
+    rpm: Option<u32>,
     /// The capture was made with `iosnoop -Q`: its start times are the requests' insertion
     /// in the queue, so its latencies are total times and no device time is claimed.
     #[arg(long)]
@@ -355,7 +359,10 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
     let name = file_name(&args.file);
     let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
-    let facts = args.rotational.map(|rotational| convert::diskstats::DiskFacts { rotational, model: args.model.clone() });
+    if args.rpm.is_some() && args.rotational == Some(false) {
+        bail!("--rpm is the rotation rate of a disk that rotates: pass --rotational true with it, or leave it out");
+    }
+    let facts = args.rotational.map(|rotational| convert::diskstats::DiskFacts { rotational, model: args.model.clone(), rpm: args.rpm });
     if facts.is_some() && !matches!(args.out.output, Output::Stdout) {
         bail!("--rotational writes events and diskstats as one stream in time order, for `make detect`: with --output \
                kafka or unix they would go to two topics and the diskstats run ahead of the events; use --output stdout");
@@ -414,6 +421,7 @@ fn in_time_order<'a>(
             let facts = facts?;
             let mut r = record::DiskstatsRecord::new(&s.host, s.ts_ns, facts.rotational, &s.counters);
             r.model = facts.model.as_deref();
+            r.rpm = facts.rpm;
             r.derived_from_events = Some(true);
             Some((record::DISKSTATS_SCHEMA, r.key(), serde_json::to_string(&r)))
         } else {

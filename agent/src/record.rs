@@ -25,6 +25,8 @@ pub struct DiskstatsRecord<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<&'a BTreeMap<String, String>>,
     pub reads_completed: u64,
     pub reads_merged: u64,
@@ -66,6 +68,7 @@ impl<'a> DiskstatsRecord<'a> {
             rotational,
             model: None,
             serial: None,
+            rpm: None,
             labels: None,
             reads_completed: c.reads_completed,
             reads_merged: c.reads_merged,

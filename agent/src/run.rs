@@ -172,6 +172,7 @@ impl DiskstatsEmitter {
             let mut record = DiskstatsRecord::new(&self.host, sample.ts_ns, rotational, &disk.counters);
             record.model = identity.model.as_deref();
             record.serial = identity.serial.as_deref();
+            record.rpm = identity.rpm.filter(|_| rotational);
             record.labels = (!self.labels.is_empty()).then_some(&self.labels);
             sink.send(&self.topic, &record.key(), &serde_json::to_string(&record)?)?;
             self.records += 1;

@@ -38,11 +38,13 @@ pub fn request_queues(sys_root: &Path) -> usize {
     ["block", "class/scsi_device"].iter().filter_map(|dir| fs::read_dir(sys_root.join(dir)).ok()).map(Iterator::count).sum()
 }
 
-/// What a disk says it is, where sysfs tells: the model and serial a ticket names.
+/// What a disk says it is, where sysfs tells: the model and serial a ticket names, and
+/// how fast its platters spin.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Identity {
     pub model: Option<String>,
     pub serial: Option<String>,
+    pub rpm: Option<u32>,
 }
 
 /// SCSI/ATA (device/model, device/vpd_pg80), NVMe (device/model, device/serial: the
@@ -52,7 +54,8 @@ pub fn identity(sys_root: &Path, name: &str) -> Identity {
     let serial = read_trimmed(&dir.join("device/serial"))
         .or_else(|| read_trimmed(&dir.join("serial")))
         .or_else(|| fs::read(dir.join("device/vpd_pg80")).ok().and_then(|page| unit_serial_number(&page)));
-    Identity { model: read_trimmed(&dir.join("device/model")), serial }
+    let rpm = fs::read(dir.join("device/vpd_pgb1")).ok().and_then(|page| medium_rotation_rate(&page));
+    Identity { model: read_trimmed(&dir.join("device/model")), serial, rpm }
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {
@@ -67,6 +70,17 @@ fn unit_serial_number(page: &[u8]) -> Option<String> {
     }
     let end = (4 + usize::from(page[3])).min(page.len());
     printable(&page[4..end])
+}
+
+/// SCSI VPD page 0xB1 (Block Device Characteristics), bytes 4-5: the nominal rotation
+/// rate in rpm from 0x0401 to 0xFFFE (SBC-3; libata fills it from ATA IDENTIFY word 217);
+/// 0x0001 is a medium that does not rotate, 0 a rate not reported.
+fn medium_rotation_rate(page: &[u8]) -> Option<u32> {
+    if page.len() < 6 || page[1] != 0xB1 {
+        return None;
+    }
+    let rate = u32::from(u16::from_be_bytes([page[4], page[5]]));
+    (0x0401..=0xFFFE).contains(&rate).then_some(rate)
 }
 
 /// Trimmed printable ASCII; None if nothing is left (sysfs pads with spaces and NULs).
@@ -108,6 +122,17 @@ mod tests {
         assert_eq!((nvme.model.as_deref(), nvme.serial.as_deref()), (Some("Samsung SSD 980 PRO 1TB"), Some("S5GXNF0R123456")));
         assert_eq!(identity(&fixture(), "vda").serial.as_deref(), Some("iopipe-virtio-7"));
         assert_eq!(identity(&fixture(), "dm-0"), Identity::default());
+    }
+
+    #[test]
+    fn reads_the_rotation_rate_a_disk_reports_in_vpd_page_b1() {
+        assert_eq!(identity(&fixture(), "sda").rpm, Some(7200));
+        assert_eq!(identity(&fixture(), "nvme0n1").rpm, None, "no page: not reported");
+        let page = |rate: u16| [[0x00, 0xB1, 0x00, 0x3C].as_slice(), &rate.to_be_bytes()].concat();
+        assert_eq!(medium_rotation_rate(&page(15_000)), Some(15_000));
+        assert_eq!(medium_rotation_rate(&page(1)), None, "a medium that does not rotate");
+        assert_eq!(medium_rotation_rate(&page(0)), None, "not reported");
+        assert_eq!(medium_rotation_rate(&[0x00, 0x80, 0x00, 0x3C, 0x1C, 0x20]), None, "another page");
     }
 
     #[test]

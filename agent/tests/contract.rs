@@ -149,7 +149,8 @@ fn a_capture_of_a_disk_of_known_class_adds_up_to_diskstats_that_validate_in_time
     let samples = validator("io.diskstats.v1");
     let events = validator("io.event.v1");
     let (records, stderr, ok) =
-        convert_fixture("biosnoop", "biosnoop-lid-pressed.txt", &["--host", "seed-host", "--rotational", "true", "--model", "ST4000NM"]);
+        convert_fixture("biosnoop", "biosnoop-lid-pressed.txt",
+                        &["--host", "seed-host", "--rotational", "true", "--model", "ST4000NM", "--rpm", "7200"]);
     assert!(ok, "{stderr}");
     let diskstats = of_schema(&records, "io.diskstats.v1");
     assert_eq!(of_schema(&records, "io.event.v1").len(), 19, "{stderr}");
@@ -159,7 +160,8 @@ fn a_capture_of_a_disk_of_known_class_adds_up_to_diskstats_that_validate_in_time
         let errors: Vec<String> = validator.iter_errors(record).map(|e| e.to_string()).collect();
         assert!(errors.is_empty(), "{record}: {errors:?}");
     }
-    assert!(diskstats.iter().all(|d| d["rotational"] == true && d["model"] == "ST4000NM" && d["derived_from_events"] == true));
+    assert!(diskstats.iter().all(|d| d["rotational"] == true && d["model"] == "ST4000NM" && d["rpm"] == 7200
+        && d["derived_from_events"] == true));
     let time = |r: &Value| r["ts_ns"].as_u64().or(r["complete_ns"].as_u64()).unwrap();
     assert!(records.windows(2).all(|pair| time(&pair[0]) <= time(&pair[1])), "one stream in time order, as an agent sends");
     let reads: u64 = diskstats.iter().filter(|d| d["disk"] == "sdb").map(|d| d["reads_completed"].as_u64().unwrap()).max().unwrap();
@@ -170,6 +172,9 @@ fn a_capture_of_a_disk_of_known_class_adds_up_to_diskstats_that_validate_in_time
     let (_, stderr, ok) = convert_fixture("biosnoop", "biosnoop-lid-pressed.txt",
                                           &["--host", "seed-host", "--rotational", "true", "--output", "kafka"]);
     assert!(!ok && stderr.contains("use --output stdout"), "two topics would lose the time order: {stderr}");
+    let (_, stderr, ok) = convert_fixture("biosnoop", "biosnoop-lid-pressed.txt",
+                                          &["--host", "seed-host", "--rotational", "false", "--rpm", "7200"]);
+    assert!(!ok && stderr.contains("pass --rotational true"), "flash does not rotate: {stderr}");
 }
 
 #[test]

@@ -29,6 +29,7 @@ pub const MAX_SPAN_NS: u64 = 7 * 24 * 3600 * SECOND_NS;
 pub struct DiskFacts {
     pub rotational: bool,
     pub model: Option<String>,
+    pub rpm: Option<u32>,
 }
 
 /// One disk's counters at one moment, as the agent would have read them.

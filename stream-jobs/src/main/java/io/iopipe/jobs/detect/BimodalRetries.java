@@ -27,6 +27,11 @@ import java.util.Optional;
  * drive's own counters a slower flash mode cannot be told from those. A flash drive
  * slowed by retries shows in its service time against its class and its own history. A
  * disk whose class is unknown (no diskstats) is judged without the revolutions.
+ *
+ * <p>A disk that reports its rotation rate (rpm) is held to it: where every I/O's
+ * latency is known, a gap that is no whole number of its revolutions is not retries (a
+ * cache's misses, a second zone, a seek-bound mix). Elsewhere the gap is named in
+ * revolutions of each common rate it fits.
  */
 public final class BimodalRetries {
     /** I/Os needed in a window for a shape to mean anything. */
@@ -44,9 +49,20 @@ public final class BimodalRetries {
      * counted) an I/O may wait behind the others, d times the main mode without any retry.
      */
     static final double MIN_MODE_RATIO = 2.0;
-    static final int[] COMMON_RPMS = {5400, 7200, 10_000, 15_000};
+    static final long[] COMMON_RPMS = {5400, 7200, 10_000, 15_000};
     /** How close to a whole number of revolutions the gap must be. */
     static final double REVOLUTION_TOLERANCE = 0.15;
+
+    static double revolutionMs(long rpm) {
+        return 60_000.0 / rpm;
+    }
+
+    /** How many revolutions at `rpm` the gap is, when within REVOLUTION_TOLERANCE of a whole number of one or more; else 0. */
+    static long wholeRevolutions(double gapMs, long rpm) {
+        double revolutions = gapMs / revolutionMs(rpm);
+        long k = Math.round(revolutions);
+        return k >= 1 && Math.abs(revolutions - k) <= REVOLUTION_TOLERANCE ? k : 0;
+    }
     /**
      * Retries are repeated media accesses, so the main mode must be media accesses too. On
      * a rotational disk, a main mode under this is served from a cache (the drive's track
@@ -326,6 +342,9 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
+        if (w.rpm() > 0 && shape.binsPerOctave > 1 && wholeRevolutions(gapMs, w.rpm()) == 0) {
+            return Optional.empty();
+        }
         double total = shape.total();
         ObjectNode evidence = Evidence.of(w, op);
         ArrayNode modeList = evidence.putArray("modes");
@@ -344,21 +363,24 @@ public final class BimodalRetries {
         evidence.put("resolution", every.isEmpty() ? "log2 histogram" : "every I/O");
         String revolutions = "";
         if (w.rotational()) {
+            if (w.rpm() > 0) {
+                evidence.put("rpm", w.rpm());
+            }
             ArrayNode matches = evidence.putArray("whole_revolutions");
-            for (int rpm : COMMON_RPMS) {
-                double revolutionMs = 60_000.0 / rpm;
-                long k = Math.round(gapMs / revolutionMs);
-                if (k >= 1 && Math.abs(gapMs / revolutionMs - k) <= REVOLUTION_TOLERANCE) {
-                    matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs));
+            for (long rpm : w.rpm() > 0 ? new long[] {w.rpm()} : COMMON_RPMS) {
+                long k = wholeRevolutions(gapMs, rpm);
+                if (k > 0) {
+                    matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs(rpm)));
                     revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";
                 }
             }
         }
+        String notWhole = w.rpm() > 0 ? " (not a whole number of its " + w.rpm() + " rpm revolutions)"
+                : " (not a whole number of revolutions at a common rpm)";
         String summary = String.format("%s latency is bimodal: %.0f%% at %.2f ms, %.0f%% at %.2f ms; gap %.2f ms%s",
                 op, 100 * main.weight() / total, main.medianUs() / 1000, 100 * retries.weight() / total,
                 retries.medianUs() / 1000, gapMs,
-                revolutions.isEmpty() ? (w.rotational() ? " (not a whole number of revolutions at a common rpm)" : "")
-                        : " = " + revolutions + " revolution(s): retries");
+                revolutions.isEmpty() ? (w.rotational() ? notWhole : "") : " = " + revolutions + " revolution(s): retries");
         return Optional.of(new Finding(Finding.Kind.BIMODAL_RETRIES, Finding.Severity.WARNING, summary, evidence,
                 Finding.HealthEffect.SUSPECT));
     }

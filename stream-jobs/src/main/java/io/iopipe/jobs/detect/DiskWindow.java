@@ -71,6 +71,11 @@ public class DiskWindow {
         return classKnown() && iostat.rotational;
     }
 
+    /** The rotation rate a rotational disk reports; 0 where it does not (or does not rotate). */
+    public long rpm() {
+        return rotational() ? iostat.rpm : 0;
+    }
+
     public long iostatCompleted() {
         return iostat.readsCompleted + iostat.writesCompleted + iostat.discardsCompleted;
     }

@@ -13,6 +13,7 @@ public class DiskstatsDelta {
     public String disk;
     public boolean rotational;
     public String model;
+    public long rpm;
     public long startNs;
     public long endNs;
     public long readsCompleted;
@@ -77,6 +78,7 @@ public class DiskstatsDelta {
         d.disk = first.disk;
         d.rotational = first.rotational;
         d.model = first.model;
+        d.rpm = first.rpm;
         d.startNs = first.tsNs;
         d.endNs = first.tsNs;
         return d;
@@ -94,6 +96,7 @@ public class DiskstatsDelta {
         d.disk = curr.disk;
         d.rotational = curr.rotational;
         d.model = curr.model;
+        d.rpm = curr.rpm;
         d.startNs = prev.tsNs;
         d.endNs = curr.tsNs;
         d.readsCompleted = curr.readsCompleted - prev.readsCompleted;

@@ -7,6 +7,8 @@ public class IostatSums {
     public boolean rotational;
     /** The device's model, where it tells; null otherwise. */
     public String model;
+    /** A rotational disk's rotation rate, where it tells; 0 otherwise. */
+    public long rpm;
     /** Whether a sample said what class of disk this is (rotational, model), even without an interval. */
     public boolean classKnown;
     public int samples;
@@ -33,6 +35,7 @@ public class IostatSums {
         disk = d.disk;
         rotational = d.rotational;
         model = d.model;
+        rpm = d.rpm;
         classKnown = true;
         if (d.classOnly()) {
             return this;
@@ -63,6 +66,7 @@ public class IostatSums {
             if (o.classKnown && !classKnown) {
                 rotational = o.rotational;
                 model = o.model;
+                rpm = o.rpm;
                 classKnown = true;
             }
             return this;
@@ -72,6 +76,7 @@ public class IostatSums {
         disk = o.disk;
         rotational = o.rotational;
         model = o.model;
+        rpm = o.rpm;
         samples += o.samples;
         intervalNs += o.intervalNs;
         readsCompleted += o.readsCompleted;

@@ -16,6 +16,8 @@ public class DiskstatsSample {
     public boolean rotational;
     /** The device's model, where it tells; null otherwise. */
     public String model;
+    /** A rotational disk's rotation rate, where it tells; 0 otherwise. */
+    public long rpm;
     public long readsCompleted;
     public long readsMerged;
     public long sectorsRead;
@@ -48,6 +50,9 @@ public class DiskstatsSample {
         n.put("rotational", rotational);
         if (model != null) {
             n.put("model", model);
+        }
+        if (rpm > 0) {
+            n.put("rpm", rpm);
         }
         n.put("reads_completed", readsCompleted);
         n.put("reads_merged", readsMerged);

@@ -56,6 +56,7 @@ public final class RecordDecoder {
         s.rotational = Json.bool(n, "rotational");
         checkDiskIdentity(n);
         s.model = Json.optionalTextUpTo(n, "model", 128);
+        s.rpm = rotationRate(n, s.rotational);
         s.readsCompleted = Json.counter(n, "reads_completed");
         s.readsMerged = Json.counter(n, "reads_merged");
         s.sectorsRead = Json.counter(n, "sectors_read");
@@ -76,6 +77,18 @@ public final class RecordDecoder {
         return s;
     }
 
+    /** The optional rpm: a rate VPD page B1 can report (0401h to FFFEh), of a disk that rotates; 0 when absent. */
+    private static long rotationRate(JsonNode n, boolean rotational) throws DecodeException {
+        long rpm = Json.optionalCounter(n, "rpm");
+        if (n.has("rpm") && (rpm < MIN_RPM || rpm > MAX_RPM)) {
+            throw new DecodeException("rpm must be from " + MIN_RPM + " to " + MAX_RPM + " (a rotation rate a disk reports), got " + rpm);
+        }
+        if (rpm > 0 && !rotational) {
+            throw new DecodeException("rpm " + rpm + " on a disk that does not rotate (rotational false): leave it out");
+        }
+        return rpm;
+    }
+
     /** What names the disk for the warehouse and tickets; the jobs do not read it, but it must be as the schema says. */
     private static void checkDiskIdentity(JsonNode n) throws DecodeException {
         Json.optionalCounter(n, "major");
@@ -85,6 +98,8 @@ public final class RecordDecoder {
     }
 
     static final Set<String> OPS = Set.of("R", "W", "D", "F");
+    static final long MIN_RPM = 0x0401;
+    static final long MAX_RPM = 0xFFFE;
     /** An event's op: also unknown ("?") where the capture did not say. */
     static final Set<String> EVENT_OPS = Set.of("R", "W", "D", "F", IoEvent.UNKNOWN_OP);
     static final Set<String> TIMED_FROM = Set.of(IoEvent.TIMED_FROM_DISPATCH, IoEvent.TIMED_FROM_QUEUE);

@@ -76,6 +76,27 @@ class DetectorsTest {
     }
 
     @Test
+    void aDiskThatReportsItsRpmHasItsRetriesCountedInItsOwnRevolutions() throws Exception {
+        DiskWindow w = new SerialDisk("sdr", true).closedLoop(1, "R", 8192, this::retriedOneInTenOn15k).window();
+        w.iostat.rpm = 15_000;
+        List<OutputRecord> out = DiskDetector.onWindow(w, new DiskHistory());
+        assertEquals(List.of("bimodal_retries warning", "health healthy -> suspect"), out.stream().map(DetectorsTest::verdict).toList());
+        JsonNode evidence = Json.parseObject(out.get(0).json).get("evidence");
+        assertEquals(15_000, evidence.get("rpm").asLong());
+        assertEquals(1, evidence.get("whole_revolutions").size(), "its own rate, not every common one: " + evidence);
+        assertEquals(1, evidence.get("whole_revolutions").get(0).get("revolutions").asLong());
+    }
+
+    @Test
+    void aSlowerModeNoWholeNumberOfItsOwnRevolutionsLaterIsNotRetries() throws Exception {
+        // The 15k disk's modes, 4 ms apart, on a disk that says it spins at 7200 rpm: half
+        // of its 8.33 ms revolution, which no retry waits. Unsaid, the rate could be 15k.
+        DiskWindow w = new SerialDisk("sds", true).closedLoop(1, "R", 8192, this::retriedOneInTenOn15k).window();
+        w.iostat.rpm = 7_200;
+        assertEquals(List.of(), verdicts(w, new DiskHistory()));
+    }
+
+    @Test
     void theEvidenceOfAnOpListsOnlyItsOwnWorstEvents() throws Exception {
         DiskWindow w = new SerialDisk("sdo", true).closedLoop(1, "R", 8192, this::retriedOneInTenOn15k).window();
         io.iopipe.jobs.records.IoEvent slowWrite = new io.iopipe.jobs.records.IoEvent();
