@@ -76,6 +76,8 @@ trait CaptureParser {
     fn unmatched(&self) -> usize {
         0
     }
+    /// Settles what the I/Os can only say together, once every line is read.
+    fn finish(&self, _ios: &mut [CapturedIo]) {}
 }
 
 /// What the capture itself cannot say.
@@ -118,11 +120,15 @@ pub fn convert(format: Format, input_name: &str, text: &str, ctx: &Context) -> R
             Err(reason) => bad_lines.push(LineError::new(input_name, index + 1, reason, line)),
         }
     }
+    parser.finish(&mut ios);
     if ios.is_empty() {
         return Err(nothing_converted(format, input_name, text.lines().count(), &bad_lines, parser.unmatched()));
     }
     if ctx.host.is_none() && ios.iter().any(|io| io.host.is_none()) {
         return Err(format!("{input_name} does not say which host it was captured on: pass --host"));
+    }
+    if ctx.disk.is_none() && ios.iter().any(|io| io.disk.is_empty()) {
+        return Err(format!("{input_name} does not say which disk its I/Os were on: pass --disk"));
     }
     let events = into_records(ios, parser.clock(), ctx);
     Ok(Conversion { events, bad_lines, other_lines, unmatched: parser.unmatched() })

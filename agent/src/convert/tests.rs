@@ -271,14 +271,37 @@ fn biosnoop_bt_reads_both_headers_as_total_times_of_unknown_op() {
 }
 
 #[test]
-fn biosnoop_bt_takes_each_truncated_millisecond_at_its_middle() {
+fn biosnoop_bt_takes_each_truncated_millisecond_at_its_middle_and_spreads_a_disks_completions_over_theirs() {
     let c = convert_fixture(Format::BiosnoopBt, "biosnoop-bt-kprobes.txt", Some("h"), None);
-    // 611 ms after the start, 10 ms long: done in [611, 612) ms, took [10, 11) ms.
-    let first = &c.events[0];
-    assert_eq!(first.complete_ns, START_NS + 611_500_000);
-    assert_eq!(first.complete_ns - first.issue_ns, 10_500_000);
-    // "0": under a millisecond, not instantaneous.
-    assert_eq!(c.events[1].complete_ns - c.events[1].issue_ns, 500_000);
+    // Two completions on nvme0n1 printed at 611 ms: at a quarter and three quarters of it.
+    // 10 ms long: [10, 11) ms, so 10.5; "0": under a millisecond, not instantaneous.
+    let (first, second) = (&c.events[0], &c.events[1]);
+    assert_eq!((first.complete_ns, second.complete_ns), (START_NS + 611_250_000, START_NS + 611_750_000));
+    assert_eq!((first.complete_ns - first.issue_ns, second.complete_ns - second.issue_ns), (10_500_000, 500_000));
+    // One alone in its millisecond: its middle.
+    assert_eq!(c.events[2].complete_ns, START_NS + 627_500_000);
+    let identities: std::collections::HashSet<_> = c.events.iter().map(|e| (&e.disk, e.sector, e.issue_ns, e.complete_ns)).collect();
+    assert_eq!(identities.len(), c.events.len(), "no two I/Os look like one resent");
+}
+
+#[test]
+fn the_first_biosnoop_bt_names_no_disk_so_the_command_line_does() {
+    let text = "Attaching 3 probes...\nTIME(ms)     COMM             PID    LAT(ms)\n300          Cache2 I/O       6515        2\n";
+    let mut ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS, queued: false };
+    let err = convert(Format::BiosnoopBt, "old.txt", text, &ctx).err().unwrap();
+    assert!(err.contains("pass --disk"), "{err}");
+    ctx.disk = Some("sdb".into());
+    let c = convert(Format::BiosnoopBt, "old.txt", text, &ctx).unwrap();
+    assert_eq!((c.events[0].disk.as_str(), c.events[0].comm.as_str()), ("sdb", "Cache2 I/O"));
+}
+
+#[test]
+fn biosnoop_bt_reads_the_major_minor_line_however_it_is_spaced() {
+    let text = "TIME(ms)     DISK ID        COMM             PID    LAT(ms)\n   MAJOR   MINOR \n611 259 0 bash 4179 10\n";
+    let ctx = Context { host: Some("h".into()), disk: None, start_ns: START_NS, queued: false };
+    let c = convert(Format::BiosnoopBt, "t", text, &ctx).unwrap();
+    assert!(c.bad_lines.is_empty(), "{:?}", c.bad_lines);
+    assert_eq!(c.events[0].disk, "259:0");
 }
 
 #[test]

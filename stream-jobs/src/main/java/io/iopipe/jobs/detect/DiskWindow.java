@@ -224,7 +224,8 @@ public class DiskWindow {
      * The events of one op, when they are every I/O of it in this window (not a sample):
      * a capture of every I/O says so (sample_reason "all"); events sampled otherwise
      * (a flight recording, outliers) are every I/O only if none weighs more than one
-     * and they are at least as many as the histograms counted.
+     * and they are at least as many as the histograms counted. Never where some were
+     * not kept (timed from the queue, or past the cap).
      */
     public List<IoEvent> fullCapture(String op) {
         List<IoEvent> mine = new ArrayList<>();
@@ -238,10 +239,10 @@ public class DiskWindow {
                 mine.add(e);
             }
         }
-        if (eventsOverCap > 0 || mine.isEmpty()) {
+        OpLatency latency = ops.get(op);
+        if (eventsOverCap > 0 || mine.isEmpty() || (latency != null && mine.size() < latency.events)) {
             return List.of();
         }
-        OpLatency latency = ops.get(op);
         long count = latency == null ? 0 : latency.count();
         return declaredEvery || mine.size() >= count ? mine : List.of();
     }

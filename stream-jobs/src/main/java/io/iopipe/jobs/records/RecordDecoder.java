@@ -178,7 +178,7 @@ public final class RecordDecoder {
         }
         if (e.deviceNs() > MAX_IO_LATENCY_NS) {
             throw new DecodeException("issue_ns is " + seconds(e.deviceNs()) + " s before complete_ns, beyond the "
-                    + seconds(MAX_IO_LATENCY_NS) + " s no I/O lasts: issue_ns must be when this I/O was dispatched");
+                    + seconds(MAX_IO_LATENCY_NS) + " s no I/O lasts: issue_ns must be when this I/O was dispatched (or queued)");
         }
         e.queueNs = Json.counter(n, "queue_ns");
         e.timedFromQueue = n.has("timed_from") && Json.oneOf(n, "timed_from", TIMED_FROM).equals(IoEvent.TIMED_FROM_QUEUE);
@@ -191,6 +191,10 @@ public final class RecordDecoder {
                     + " s no I/O waits: send the time from insertion to dispatch in nanoseconds, or 0 if unknown");
         }
         e.inflight = Json.counter(n, "inflight");
+        if (e.timedFromQueue && e.inflight != 0) {
+            throw new DecodeException("inflight is " + e.inflight + " in an I/O timed from the queue, whose dispatch "
+                    + "was not seen: send 0");
+        }
         e.error = Json.integer(n, "error");
         if (e.error > 0) {
             throw new DecodeException("error must be 0 or -errno, got " + e.error);

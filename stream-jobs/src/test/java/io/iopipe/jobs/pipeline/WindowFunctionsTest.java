@@ -21,7 +21,7 @@ class WindowFunctionsTest {
     private static String read(long totalUs, String timedFrom, long queueNs) {
         return "{\"schema\":\"io.event.v1\",\"host\":\"h\",\"disk\":\"sdb\",\"op\":\"R\",\"bytes\":4096,\"sector\":8,"
                 + "\"issue_ns\":" + T0_NS + ",\"complete_ns\":" + (T0_NS + totalUs * 1000) + ",\"queue_ns\":" + queueNs
-                + ",\"inflight\":1,\"error\":0,\"comm\":\"fio\",\"pid\":1,\"sample_reason\":\"all\",\"sample_weight\":1"
+                + ",\"inflight\":" + ("queue".equals(timedFrom) ? 0 : 1) + ",\"error\":0,\"comm\":\"fio\",\"pid\":1,\"sample_reason\":\"all\",\"sample_weight\":1"
                 + (timedFrom == null ? "" : ",\"timed_from\":\"" + timedFrom + "\"") + "}";
     }
 
@@ -51,5 +51,14 @@ class WindowFunctionsTest {
         assertEquals(2, r.device().count);
         assertEquals(15_000 * 2, r.total().sumUs, "device time and the queue before it");
         assertEquals(2, w.events.size());
+    }
+
+    @Test
+    void anOpWhoseIosAreTimedBothWaysHasNoExactQuantiles() throws Exception {
+        DiskWindow w = new DiskWindow();
+        WindowFunctions.Accumulate.addEvent(w, decoded(read(12_000, null, 0)));
+        WindowFunctions.Accumulate.addEvent(w, decoded(read(12_000, "queue", 0)));
+        assertTrue(w.fullCapture("R").isEmpty(), "the kept event is not every I/O the totals count");
+        assertEquals("log2_buckets", WindowRecord.op(w.ops.get("R"), w.fullCapture("R")).get("quantiles").asText());
     }
 }
