@@ -59,7 +59,7 @@ FLINK_WHEELS = {  # pip requirement -> what it brings
 SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
 
 sys.path.insert(0, str(REPO / "schema" / "clickhouse"))
-from migrate import ClickHouseHttp, Migrator, kafka_tables_of  # noqa: E402
+from migrate import ClickHouseHttp, Migrator, kafka_tables_of, up_in_lockstep  # noqa: E402
 
 # The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
 # Kafka tables of io.latency.v1 fill, each named after its table.
@@ -498,10 +498,9 @@ def migrate_clickhouse(ports, users, clickhouse_cluster=None):
     if not clickhouse_cluster:
         Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
         return
-    for replica in CLICKHOUSE_REPLICAS:
-        say(f"ClickHouse replica {replica}")
-        Migrator(users.client(ports.of_clickhouse_replica(replica), "admin"), kafka_brokers=ports.brokers, log=say,
-                 cluster=clickhouse_cluster).up()
+    say(f"ClickHouse replicas {', '.join(CLICKHOUSE_REPLICAS)}, each migration on all of them before the next")
+    up_in_lockstep([Migrator(users.client(ports.of_clickhouse_replica(replica), "admin"), kafka_brokers=ports.brokers,
+                             log=say, cluster=clickhouse_cluster) for replica in CLICKHOUSE_REPLICAS])
 
 
 # ---------------------------------------------------------------- compose

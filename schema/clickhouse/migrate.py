@@ -16,7 +16,7 @@ A migration that needs a newer server than the one it meets says so on its first
 later `up` once the server is upgraded. Such migrations only add features (retention,
 encodings) that nothing else depends on.
 
-    migrate.py up   [--to VERSION] [--url http://127.0.0.1:8123] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092] [--cluster iopipe]
+    migrate.py up   [--to VERSION] [--url http://127.0.0.1:8123 ...] [--user iopipe_admin] [--db iopipe] [--kafka-brokers 127.0.0.1:9092] [--cluster iopipe]
     migrate.py down [--to VERSION]
     migrate.py status
     migrate.py retention [--dry-run] [--now 2024-03-15T12:00:00Z]
@@ -25,7 +25,11 @@ encodings) that nothing else depends on.
 (retention.json): what TTL does on a modern server, for 18.16 which has none (retention.py).
 
 On a replicated deployment, `up --cluster iopipe` is run against every replica of the
-cluster (a <remote_servers> name; the server's macros give {shard} and {replica}). The
+cluster at once (a <remote_servers> name; the server's macros give {shard} and
+{replica}; one --url per replica), each migration on all of them before the next: 18.16
+refuses to create a replica of a table whose structure an ALTER has changed since (it
+assumes the ALTER only for a table it attaches), so a migration that alters a table must
+find it on every replica. The
 migrations are the same files: the runner turns each *MergeTree engine they name into
 its Replicated* twin, coordinated under /clickhouse/tables/{shard}/<db>/<table>, and
 keeps a Distributed table over the cluster for each, of the same name in <db>_all, for
@@ -303,12 +307,23 @@ class Migrator:
                 self.client.query(f"DROP DATABASE IF EXISTS {self.distributed_db}")
 
 
+def up_in_lockstep(migrators, to_version=None):
+    """Replicas of one cluster migrated together: each migration on every replica before
+    the next (see the module's doc)."""
+    for migration in discover():
+        if to_version is not None and migration.version > to_version:
+            break
+        for migrator in migrators:
+            migrator.up(migration.version)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["up", "down", "status", "retention"],
                         help="up, down, status: the migrations; retention: drop the partitions "
                         "wholly older than retention.json keeps them")
-    parser.add_argument("--url", default="http://127.0.0.1:8123")
+    parser.add_argument("--url", action="append", help="the server (default http://127.0.0.1:8123); with --cluster, "
+                        "once per replica: `up` moves them in lockstep")
     parser.add_argument("--user", default=os.environ.get("IOPIPE_CLICKHOUSE_ADMIN_USER", "iopipe_admin"))
     parser.add_argument("--password-env", default="IOPIPE_CLICKHOUSE_ADMIN_PASSWORD",
                         help="environment variable holding the password (never on the command line)")
@@ -322,22 +337,34 @@ def main(argv=None):
     parser.add_argument("--now", type=retention.parse_now, help="with retention: the time to age rows from, "
                         "ISO 8601, UTC without an offset (default: the server's clock)")
     args = parser.parse_args(argv)
-    client = ClickHouseHttp(args.url, args.user, os.environ.get(args.password_env, ""))
+    urls = args.url or ["http://127.0.0.1:8123"]
+    if len(urls) > 1 and not args.cluster:
+        parser.error("several --url are the replicas of a cluster: name it with --cluster")
+    clients = [ClickHouseHttp(url, args.user, os.environ.get(args.password_env, "")) for url in urls]
     if args.command == "retention":
-        return run_retention(client, args)
-    migrator = Migrator(client, args.db, args.kafka_brokers, cluster=args.cluster)
+        for client in clients:
+            run_retention(client, args)
+        return None
+    migrators = [Migrator(client, args.db, args.kafka_brokers, cluster=args.cluster) for client in clients]
     try:
         if args.command == "up":
-            migrator.up(args.to)
-        elif args.command == "down":
-            migrator.down(args.to or 0)
-        applied = sorted(migrator.applied())
-        print(f"[migrate] applied: {', '.join(f'{v:04d}' for v in applied) or 'none'}")
-        pending = [m for m in discover() if m.version not in applied]
-        if applied and pending:
-            print(f"[migrate] not applied: {', '.join(f'{m.version:04d}_{m.name}' for m in pending)}")
+            up_in_lockstep(migrators, args.to)
+        for url, migrator in zip(urls, migrators):
+            if args.command == "down":
+                migrator.down(args.to or 0)
+            print_status(migrator, url if len(urls) > 1 else "")
     except ClickHouseError as e:
         sys.exit(f"migrate: {e}")
+    return None
+
+
+def print_status(migrator, server):
+    applied = sorted(migrator.applied())
+    where = f" on {server}" if server else ""
+    print(f"[migrate] applied{where}: {', '.join(f'{v:04d}' for v in applied) or 'none'}")
+    pending = [m for m in discover() if m.version not in applied]
+    if applied and pending:
+        print(f"[migrate] not applied{where}: {', '.join(f'{m.version:04d}_{m.name}' for m in pending)}")
 
 
 def run_retention(client, args):
