@@ -263,6 +263,16 @@ public class DiskWindow {
         return hasIostat() ? queueSize() : meanEventDepth();
     }
 
+    /**
+     * The queue the window's I/Os met: requests in flight averaged over the time any was
+     * (weighted_io_time / io_time). aqu-sz averages over the whole window, idle time too,
+     * so a burst at a depth of 125 in a window otherwise idle has an aqu-sz under 4. Where
+     * diskstats say nothing of busy time, {@link #depth()}.
+     */
+    public double busyDepth() {
+        return hasIostat() && iostat.ioTimeMs > 0 ? (double) iostat.weightedIoTimeMs / iostat.ioTimeMs : depth();
+    }
+
     public void sortEvents() {
         events.sort(Comparator.comparingLong((IoEvent e) -> e.issueNs).thenComparingLong(e -> e.completeNs));
     }

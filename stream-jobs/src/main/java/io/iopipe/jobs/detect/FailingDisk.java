@@ -35,8 +35,12 @@ public final class FailingDisk {
 
     private FailingDisk() {}
 
+    /**
+     * Shallow by the queue the I/Os met while the disk was busy, not by aqu-sz: a burst
+     * that queued deep in an idle window is slow by its queue, not by the disk.
+     */
     public static Optional<Finding> examine(DiskWindow w, DiskHistory history) {
-        double depth = w.depth();
+        double depth = w.busyDepth();
         boolean shallow = !Double.isNaN(depth) && depth <= SHALLOW_QUEUE;
         List<String> reasons = new ArrayList<>();
         boolean critical = false;

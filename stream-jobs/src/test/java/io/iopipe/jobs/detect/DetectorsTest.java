@@ -97,6 +97,21 @@ class DetectorsTest {
     }
 
     @Test
+    void aFlashBurstQueuedDeepInAnOtherwiseIdleWindowIsNotAFailingDisk() throws Exception {
+        // 125 reads at once on flash serving 8 at a time, 8 ms each: the last waits 125 ms
+        // in the device's queue, the median 62 ms; then the window idles. Its aqu-sz is
+        // under 1, the queue the reads met 63.
+        SerialDisk disk = new SerialDisk("nvme3n1", false, 8);
+        for (int i = 0; i < 125; i++) {
+            disk.submit("R", 16384, SerialDisk.WINDOW_START_NS + SerialDisk.MS_NS, 8);
+        }
+        DiskWindow w = disk.window();
+        assertTrue(w.depth() < 1 && w.busyDepth() > 50, w.depth() + " " + w.busyDepth());
+        assertTrue(w.deviceAllOps().quantileUs(0.5) > 50_000, "slower than any healthy flash's service at a shallow queue");
+        assertTrue(verdicts(w, new DiskHistory()).stream().noneMatch(v -> v.startsWith("failing_disk")), verdicts(w, new DiskHistory()).toString());
+    }
+
+    @Test
     void theEvidenceOfAnOpListsOnlyItsOwnWorstEvents() throws Exception {
         DiskWindow w = new SerialDisk("sdo", true).closedLoop(1, "R", 8192, this::retriedOneInTenOn15k).window();
         io.iopipe.jobs.records.IoEvent slowWrite = new io.iopipe.jobs.records.IoEvent();
