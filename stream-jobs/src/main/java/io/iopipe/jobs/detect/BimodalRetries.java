@@ -57,11 +57,29 @@ public final class BimodalRetries {
         return 60_000.0 / rpm;
     }
 
+    /**
+     * How far a disk's true rate may stray from the rate it reports: drives of a rate class
+     * report the class (5400-class drives that spin at 5900 rpm say 5400: 9% faster).
+     */
+    static final double REPORTED_RATE_SPREAD = 0.10;
+
     /** How many revolutions at `rpm` the gap is, when within REVOLUTION_TOLERANCE of a whole number of one or more; else 0. */
     static long wholeRevolutions(double gapMs, long rpm) {
+        return wholeRevolutions(gapMs, rpm, 0);
+    }
+
+    /**
+     * As {@link #wholeRevolutions(double, long)}, for a rate the disk reports: the k-th
+     * revolution of its true rate may lie up to REPORTED_RATE_SPREAD × k revolutions away.
+     */
+    static long wholeRevolutionsOfReportedRate(double gapMs, long rpm) {
+        return wholeRevolutions(gapMs, rpm, REPORTED_RATE_SPREAD);
+    }
+
+    private static long wholeRevolutions(double gapMs, long rpm, double rateSpread) {
         double revolutions = gapMs / revolutionMs(rpm);
         long k = Math.round(revolutions);
-        return k >= 1 && Math.abs(revolutions - k) <= REVOLUTION_TOLERANCE ? k : 0;
+        return k >= 1 && Math.abs(revolutions - k) <= REVOLUTION_TOLERANCE + rateSpread * k ? k : 0;
     }
     /**
      * Retries are repeated media accesses, so the main mode must be media accesses too. On
@@ -342,7 +360,7 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
-        if (w.rpm() > 0 && shape.binsPerOctave > 1 && wholeRevolutions(gapMs, w.rpm()) == 0) {
+        if (w.rpm() > 0 && shape.binsPerOctave > 1 && wholeRevolutionsOfReportedRate(gapMs, w.rpm()) == 0) {
             return Optional.empty();
         }
         double total = shape.total();
@@ -368,7 +386,7 @@ public final class BimodalRetries {
             }
             ArrayNode matches = evidence.putArray("whole_revolutions");
             for (long rpm : w.rpm() > 0 ? new long[] {w.rpm()} : COMMON_RPMS) {
-                long k = wholeRevolutions(gapMs, rpm);
+                long k = w.rpm() > 0 ? wholeRevolutionsOfReportedRate(gapMs, rpm) : wholeRevolutions(gapMs, rpm);
                 if (k > 0) {
                     matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs(rpm)));
                     revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";

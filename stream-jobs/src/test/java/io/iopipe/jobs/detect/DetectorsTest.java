@@ -112,6 +112,16 @@ class DetectorsTest {
     }
 
     @Test
+    void aReportedRateMayBeItsClasssSoLaterRevolutionsMayDriftFromIt() {
+        // A 5400-class drive spinning at 5900 rpm, retrying twice: 1.83 of the revolutions it reports.
+        double twoTrueRevolutionsMs = 2 * 60_000.0 / 5900;
+        assertEquals(0, BimodalRetries.wholeRevolutions(twoTrueRevolutionsMs, 5400), "not within a common rate's tolerance");
+        assertEquals(2, BimodalRetries.wholeRevolutionsOfReportedRate(twoTrueRevolutionsMs, 5400));
+        assertEquals(0, BimodalRetries.wholeRevolutionsOfReportedRate(1.5 * 60_000.0 / 5400, 5400), "halfway is no revolution");
+        assertEquals(0, BimodalRetries.wholeRevolutionsOfReportedRate(0.5 * 60_000.0 / 7200, 7200), "a retry waits a whole one");
+    }
+
+    @Test
     void theEvidenceOfAnOpListsOnlyItsOwnWorstEvents() throws Exception {
         DiskWindow w = new SerialDisk("sdo", true).closedLoop(1, "R", 8192, this::retriedOneInTenOn15k).window();
         io.iopipe.jobs.records.IoEvent slowWrite = new io.iopipe.jobs.records.IoEvent();
