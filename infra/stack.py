@@ -498,7 +498,7 @@ def migrate_clickhouse(ports, users, clickhouse_cluster=None):
     if not clickhouse_cluster:
         Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
         return
-    say(f"ClickHouse replicas {', '.join(CLICKHOUSE_REPLICAS)}, each migration on all of them before the next")
+    say(f"ClickHouse replicas {', '.join(map(str, CLICKHOUSE_REPLICAS))}, each migration on all of them before the next")
     up_in_lockstep([Migrator(users.client(ports.of_clickhouse_replica(replica), "admin"), kafka_brokers=ports.brokers,
                              log=say, cluster=clickhouse_cluster) for replica in CLICKHOUSE_REPLICAS])
 

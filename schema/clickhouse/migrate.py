@@ -226,14 +226,15 @@ class Migrator:
         self._ensure_log()
         done = self.applied()
         version = server_version(self.client)
-        self.skipped = []
+        told, self.skipped = set(self.skipped), []
         for migration in discover():
             if migration.version in done or (to_version is not None and migration.version > to_version):
                 continue
             if not migration.runs_on(version):
                 major, minor, why = migration.requires
-                self.log(f"[migrate] skip {migration.version:04d}_{migration.name}: needs ClickHouse >= {major}.{minor} "
-                         f"{why}, this server is {version[0]}.{version[1]}; `up` applies it after an upgrade")
+                if migration.version not in told:  # said once, however many steps `up` is taken in
+                    self.log(f"[migrate] skip {migration.version:04d}_{migration.name}: needs ClickHouse >= {major}.{minor} "
+                             f"{why}, this server is {version[0]}.{version[1]}; `up` applies it after an upgrade")
                 self.skipped.append(migration.version)
                 continue
             self.log(f"[migrate] up   {migration.version:04d}_{migration.name}")
