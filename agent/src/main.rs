@@ -105,7 +105,7 @@ struct ConvertArgs {
     model: Option<String>,
     /// The captured disks' rotation rate, with --rotational true: retries are told by whole
     /// revolutions of it instead of those of any common rate.
-    #[arg(long, requires = "rotational", value_parser = clap::value_parser!(u32).range(1025..=65534))]
+    #[arg(long, requires = "rotational", value_parser = rotation_rate)]
     rpm: Option<u32>,
     /// The capture was made with `iosnoop -Q`: its start times are the requests' insertion
     /// in the queue, so its latencies are total times and no device time is claimed.
@@ -328,6 +328,13 @@ fn resume(file: &StateFile, before_tracing: &sampler::Sample) -> Vec<Resumed> {
     resumed
 }
 
+/// `--rpm`: one of the rates a disk can report (sysfs::ROTATION_RATES).
+fn rotation_rate(text: &str) -> Result<u32, String> {
+    let rates = sysfs::ROTATION_RATES;
+    text.parse::<u32>().ok().filter(|rpm| rates.contains(rpm))
+        .ok_or_else(|| format!("{text} is not a rotation rate a disk reports ({} to {} rpm)", rates.start(), rates.end()))
+}
+
 /// `--label rack=r12 --label zone=eu-1a`.
 fn parse_labels(labels: &[String]) -> Result<BTreeMap<String, String>> {
     labels
@@ -355,13 +362,13 @@ fn convert_capture(args: ConvertArgs) -> Result<()> {
         bail!("--queued is for iosnoop captures made with -Q, whose output does not say so; the other formats say \
                where their times start");
     }
+    if args.rpm.is_some() && args.rotational == Some(false) {
+        bail!("--rpm is the rotation rate of a disk that rotates: pass --rotational true with it, or leave it out");
+    }
     let ctx = convert::Context { host: args.host.clone(), disk: args.disk.clone(), start_ns, queued: args.queued };
     let name = file_name(&args.file);
     let conversion = convert::convert(args.from, &name, &String::from_utf8_lossy(&bytes), &ctx).map_err(anyhow::Error::msg)?;
     report_bad_lines(&conversion.bad_lines);
-    if args.rpm.is_some() && args.rotational == Some(false) {
-        bail!("--rpm is the rotation rate of a disk that rotates: pass --rotational true with it, or leave it out");
-    }
     let facts = args.rotational.map(|rotational| convert::diskstats::DiskFacts { rotational, model: args.model.clone(), rpm: args.rpm });
     if facts.is_some() && !matches!(args.out.output, Output::Stdout) {
         bail!("--rotational writes events and diskstats as one stream in time order, for `make detect`: with --output \

@@ -2,6 +2,7 @@
 //! against fixture trees.
 
 use std::fs;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 /// `/sys/class/block/<name>` lists disks and partitions alike; a `/` in a kernel
@@ -72,15 +73,18 @@ fn unit_serial_number(page: &[u8]) -> Option<String> {
     printable(&page[4..end])
 }
 
-/// SCSI VPD page 0xB1 (Block Device Characteristics), bytes 4-5: the nominal rotation
-/// rate in rpm from 0x0401 to 0xFFFE (SBC-3; libata fills it from ATA IDENTIFY word 217);
-/// 0x0001 is a medium that does not rotate, 0 a rate not reported.
+/// The nominal rotation rates, in rpm, SCSI VPD page 0xB1 can report (SBC-3: 0x0401 to
+/// 0xFFFE; 0x0001 is a medium that does not rotate, 0 a rate not reported).
+pub const ROTATION_RATES: RangeInclusive<u32> = 0x0401..=0xFFFE;
+
+/// VPD page 0xB1 (Block Device Characteristics), bytes 4-5: the nominal rotation rate,
+/// where it is one of ROTATION_RATES (libata fills it from ATA IDENTIFY word 217).
 fn medium_rotation_rate(page: &[u8]) -> Option<u32> {
     if page.len() < 6 || page[1] != 0xB1 {
         return None;
     }
     let rate = u32::from(u16::from_be_bytes([page[4], page[5]]));
-    (0x0401..=0xFFFE).contains(&rate).then_some(rate)
+    ROTATION_RATES.contains(&rate).then_some(rate)
 }
 
 /// Trimmed printable ASCII; None if nothing is left (sysfs pads with spaces and NULs).

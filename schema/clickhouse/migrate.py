@@ -254,7 +254,7 @@ class Migrator:
         change = COLUMN_CHANGE.match(statement)
         if not change:
             return statement
-        db, table, verb, clause, column = change.groups()
+        db, table, verb, _, column = change.groups()
         exists = self.client.rows(f"SELECT count() FROM system.columns WHERE database = '{db}' AND table = '{table}' "
                                   f"AND name = '{column}'")[0][0] != "0"
         if exists == (verb == "ADD"):

@@ -32,7 +32,8 @@ enum DiskColumn {
 pub struct Parser {
     /// None before the header.
     disk_column: Option<DiskColumn>,
-    /// Whether every TIME was whole milliseconds, truncated: then completions are spread.
+    /// Whether some TIME had a fraction: then the times are not truncated, and the
+    /// completions stay where printed instead of being spread over their millisecond.
     fractional_times: bool,
 }
 

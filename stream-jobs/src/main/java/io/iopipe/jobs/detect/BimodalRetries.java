@@ -81,6 +81,17 @@ public final class BimodalRetries {
         long k = Math.round(revolutions);
         return k >= 1 && Math.abs(revolutions - k) <= REVOLUTION_TOLERANCE + rateSpread * k ? k : 0;
     }
+
+    /** The rates the gap may be whole revolutions of: the disk's own where it reports one, else each common one. */
+    static long[] ratesOf(DiskWindow w) {
+        return w.rpm() > 0 ? new long[] {w.rpm()} : COMMON_RPMS;
+    }
+
+    /** Whole revolutions of `rpm` the gap is, a rate the disk reports given its leeway; else 0. */
+    static long wholeRevolutionsOn(DiskWindow w, double gapMs, long rpm) {
+        return w.rpm() > 0 ? wholeRevolutionsOfReportedRate(gapMs, rpm) : wholeRevolutions(gapMs, rpm);
+    }
+
     /**
      * Retries are repeated media accesses, so the main mode must be media accesses too. On
      * a rotational disk, a main mode under this is served from a cache (the drive's track
@@ -360,7 +371,7 @@ public final class BimodalRetries {
             return Optional.empty();
         }
         double gapMs = (retries.medianUs() - main.medianUs()) / 1000;
-        if (w.rpm() > 0 && shape.binsPerOctave > 1 && wholeRevolutionsOfReportedRate(gapMs, w.rpm()) == 0) {
+        if (w.rpm() > 0 && shape.binsPerOctave > 1 && wholeRevolutionsOn(w, gapMs, w.rpm()) == 0) {
             return Optional.empty();
         }
         double total = shape.total();
@@ -385,8 +396,8 @@ public final class BimodalRetries {
                 evidence.put("rpm", w.rpm());
             }
             ArrayNode matches = evidence.putArray("whole_revolutions");
-            for (long rpm : w.rpm() > 0 ? new long[] {w.rpm()} : COMMON_RPMS) {
-                long k = w.rpm() > 0 ? wholeRevolutionsOfReportedRate(gapMs, rpm) : wholeRevolutions(gapMs, rpm);
+            for (long rpm : ratesOf(w)) {
+                long k = wholeRevolutionsOn(w, gapMs, rpm);
                 if (k > 0) {
                     matches.addObject().put("rpm", rpm).put("revolutions", k).put("revolution_ms", Evidence.round(revolutionMs(rpm)));
                     revolutions += (revolutions.isEmpty() ? "" : ", ") + k + " × " + rpm + " rpm";
