@@ -18,7 +18,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * The live job: agent topics in Kafka → the pipeline → output topics.
  * Options: --brokers host:port (default 127.0.0.1:9092), --group-id (default iopipe-stream-jobs),
  * --disk-idleness (ISO-8601, default {@link Pipeline.Config#diskIdleness}): how long a disk
- * is silent before its open windows close.
+ * is silent before its open windows close; --health-recovery (ISO-8601, default
+ * {@link Pipeline.Config#healthRecovery}): how long a disk is quiet before its health steps
+ * down a level, so a failing disk's ticket resolves after twice that.
  *
  * <p>Where state is kept and checkpointed, and how failed tasks restart, is the cluster's
  * configuration (infra/flink/start-flink.sh), so the same jar runs anywhere. Every operator
@@ -41,6 +43,9 @@ public final class LiveJob {
         Pipeline.Config config = new Pipeline.Config();
         if (args.has("disk-idleness")) {
             config.diskIdleness = duration(args.get("disk-idleness", null), "--disk-idleness");
+        }
+        if (args.has("health-recovery")) {
+            config.healthRecovery = duration(args.get("health-recovery", null), "--health-recovery");
         }
         return config;
     }

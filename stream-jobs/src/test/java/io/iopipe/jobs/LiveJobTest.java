@@ -54,6 +54,13 @@ class LiveJobTest {
         }
     }
 
+    @Test
+    void theHealthRecoveryTimeIsAnOption() {
+        assertEquals(Duration.ofMinutes(1), LiveJob.config(new Args(new String[] {"--health-recovery", "PT1M"})).healthRecovery);
+        assertEquals(Duration.ofMinutes(5), LiveJob.config(new Args(new String[0])).healthRecovery);
+        assertThrows(IllegalArgumentException.class, () -> LiveJob.config(new Args(new String[] {"--health-recovery", "PT0S"})));
+    }
+
     private static Set<Transformation<?>> reachable(List<Transformation<?>> sinks) {
         Set<Transformation<?>> seen = new HashSet<>();
         Deque<Transformation<?>> todo = new ArrayDeque<>(sinks);

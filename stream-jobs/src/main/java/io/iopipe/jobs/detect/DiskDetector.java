@@ -21,6 +21,11 @@ public final class DiskDetector {
     private DiskDetector() {}
 
     public static List<OutputRecord> onWindow(DiskWindow w, DiskHistory h) {
+        return onWindow(w, h, DiskHealth.DEFAULT_RECOVERY.toNanos());
+    }
+
+    /** The same, stepping health down after {@code recoveryNs} of quiet. */
+    public static List<OutputRecord> onWindow(DiskWindow w, DiskHistory h, long recoveryNs) {
         w.sortEvents();
         List<Finding> findings = new ArrayList<>();
         FailingDisk.examine(w, h).ifPresent(findings::add);
@@ -38,13 +43,13 @@ public final class DiskDetector {
         }
         // A drive slower than its peers stays so between their comparisons.
         findings.addAll(standingPeerFindings(h));
-        DiskHealth.step(DiskHealth.Span.of(w), h, findings, newIds).ifPresent(out::add);
+        DiskHealth.step(DiskHealth.Span.of(w), h, findings, newIds, recoveryNs).ifPresent(out::add);
         learn(w, h, findings);
         return out;
     }
 
     /** The health record an hour's comparison with the disk's peers causes, if any; its anomaly came with the comparison. */
-    public static List<OutputRecord> onPeerVerdict(PeerVerdict v, DiskHistory h) {
+    public static List<OutputRecord> onPeerVerdict(PeerVerdict v, DiskHistory h, long recoveryNs) {
         if (PeerVerdict.MODEL.equals(v.source)) {
             h.modelEffect = v.effect;
             h.modelReason = v.reason;
@@ -54,7 +59,7 @@ public final class DiskDetector {
         }
         List<String> cited = v.news && v.anomalyId != null ? List.of(v.anomalyId) : List.of();
         DiskHealth.Span span = new DiskHealth.Span(v.host, v.disk, v.hourStartNs, v.hourEndNs);
-        return DiskHealth.step(span, h, standingPeerFindings(h), cited).map(List::of).orElse(List.of());
+        return DiskHealth.step(span, h, standingPeerFindings(h), cited, recoveryNs).map(List::of).orElse(List.of());
     }
 
     /** What the disk's peers last concluded about it, its host's (slow_vs_peers) and its model's (failing_disk). */

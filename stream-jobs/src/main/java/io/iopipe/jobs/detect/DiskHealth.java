@@ -3,13 +3,14 @@ package io.iopipe.jobs.detect;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 
 /**
  * healthy → suspect → failing, with hysteresis: a finding about the disk itself moves
- * it up at once; it steps down one level only after RECOVERY of windows that say
- * nothing about it. A disk becoming failing opens one ticket, later evidence updates
+ * it up at once; it steps down one level only after a recovery time (event time) of
+ * windows that say nothing about it. A disk becoming failing opens one ticket, later evidence updates
  * it, and it is resolved when the disk is healthy again.
  */
 public final class DiskHealth {
@@ -17,7 +18,8 @@ public final class DiskHealth {
     public static final String HEALTHY = "healthy";
     public static final String SUSPECT = "suspect";
     public static final String FAILING = "failing";
-    static final long RECOVERY_NS = 5L * 60 * 1_000_000_000L;
+    /** How long a disk must be quiet to step down a level: two steps from failing to a resolved ticket. */
+    public static final Duration DEFAULT_RECOVERY = Duration.ofMinutes(5);
 
     private DiskHealth() {}
 
@@ -33,7 +35,8 @@ public final class DiskHealth {
     }
 
     /** The health record this span's findings cause, if any. */
-    static Optional<OutputRecord> step(Span span, DiskHistory h, List<Finding> findings, List<String> newAnomalyIds) {
+    static Optional<OutputRecord> step(Span span, DiskHistory h, List<Finding> findings, List<String> newAnomalyIds,
+                                       long recoveryNs) {
         Finding.HealthEffect effect = Finding.HealthEffect.NONE;
         String reason = "";
         for (Finding f : findings) {
@@ -43,7 +46,7 @@ public final class DiskHealth {
             }
         }
         if (effect == Finding.HealthEffect.NONE) {
-            return stepDownWhenQuiet(span, h);
+            return stepDownWhenQuiet(span, h, recoveryNs);
         }
         h.quietSinceNs = -1;
         if (effect == Finding.HealthEffect.FAILING && !FAILING.equals(h.health)) {
@@ -59,11 +62,11 @@ public final class DiskHealth {
         return Optional.empty();
     }
 
-    private static Optional<OutputRecord> stepDownWhenQuiet(Span span, DiskHistory h) {
+    private static Optional<OutputRecord> stepDownWhenQuiet(Span span, DiskHistory h, long recoveryNs) {
         if (h.quietSinceNs < 0) {
             h.quietSinceNs = span.startNs();
         }
-        if (HEALTHY.equals(h.health) || span.endNs() - h.quietSinceNs < RECOVERY_NS) {
+        if (HEALTHY.equals(h.health) || span.endNs() - h.quietSinceNs < recoveryNs) {
             return Optional.empty();
         }
         String quiet = "no finding about the disk for " + (span.endNs() - h.quietSinceNs) / 1_000_000_000L + " s";

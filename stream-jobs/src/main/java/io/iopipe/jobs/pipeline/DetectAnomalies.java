@@ -22,13 +22,15 @@ import org.apache.flink.util.Collector;
  */
 public class DetectAnomalies extends KeyedCoProcessFunction<String, DiskWindow, PeerVerdict, OutputRecord> {
     private final long forgetAfterMs;
+    private final long healthRecoveryNs;
     private transient ValueState<DiskHistory> history;
     private transient Silence silence;
     private transient Counter anomalies;
     private transient Counter forgotten;
 
-    public DetectAnomalies(long forgetAfterMs) {
+    public DetectAnomalies(long forgetAfterMs, long healthRecoveryNs) {
         this.forgetAfterMs = forgetAfterMs;
+        this.healthRecoveryNs = healthRecoveryNs;
     }
 
     @Override
@@ -41,12 +43,12 @@ public class DetectAnomalies extends KeyedCoProcessFunction<String, DiskWindow, 
 
     @Override
     public void processElement1(DiskWindow w, Context ctx, Collector<OutputRecord> out) throws Exception {
-        step(h -> DiskDetector.onWindow(w, h), ctx, out);
+        step(h -> DiskDetector.onWindow(w, h, healthRecoveryNs), ctx, out);
     }
 
     @Override
     public void processElement2(PeerVerdict v, Context ctx, Collector<OutputRecord> out) throws Exception {
-        step(h -> DiskDetector.onPeerVerdict(v, h), ctx, out);
+        step(h -> DiskDetector.onPeerVerdict(v, h, healthRecoveryNs), ctx, out);
     }
 
     /** One step of the disk's detectors on what it learnt so far; what they conclude goes out. */

@@ -1,5 +1,6 @@
 package io.iopipe.jobs.pipeline;
 
+import io.iopipe.jobs.detect.DiskHealth;
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.PeerVerdict;
 import io.iopipe.jobs.detect.ShallowReads;
@@ -68,6 +69,8 @@ public final class Pipeline {
          * their own clocks, and one idle for {@link #diskIdleness} still closes its windows late.
          */
         public Duration peerGrace = Duration.ofMinutes(2);
+        /** How long (event time) a disk's windows must say nothing about it before its health steps down a level. */
+        public Duration healthRecovery = DiskHealth.DEFAULT_RECOVERY;
     }
 
     private Pipeline() {}
@@ -158,7 +161,7 @@ public final class Pipeline {
                 .union(models.getSideOutput(CompareModelPeers.VERDICTS));
         DataStream<OutputRecord> perDisk = windows.keyBy(DiskWindow::key)
                 .connect(verdicts.keyBy(PeerVerdict::key))
-                .process(new DetectAnomalies(config.diskForgottenAfter.toMillis()))
+                .process(new DetectAnomalies(config.diskForgottenAfter.toMillis(), config.healthRecovery.toNanos()))
                 .name("detectors").uid("detectors");
         return perDisk.union(peers, models);
     }

@@ -529,6 +529,23 @@ class DetectorsTest {
     }
 
     @Test
+    void aShorterRecoveryTimeStepsHealthDownSooner() throws Exception {
+        long minute = java.time.Duration.ofMinutes(1).toNanos();
+        DiskHistory h = new DiskHistory();
+        SerialDisk dusty = new SerialDisk("sdk", true);
+        DiskDetector.onWindow(dusty.closedLoop(2, "R", 65536, () -> uniform(150, 300)).window(), h, minute);
+        StringBuilder transitions = new StringBuilder();
+        for (int i = 1; i <= 13; i++) {
+            DiskWindow healthy = new SerialDisk("sdk", true).closedLoop(1, "R", 4096, () -> uniform(2, 12))
+                    .window(SerialDisk.WINDOW_START_NS + i * SerialDisk.WINDOW_NS);
+            for (OutputRecord r : DiskDetector.onWindow(healthy, h, minute)) {
+                transitions.append(i).append(": ").append(verdict(r)).append('\n');
+            }
+        }
+        assertEquals("6: health failing -> suspect\n12: health suspect -> healthy\n", transitions.toString());
+    }
+
+    @Test
     void theSameWindowsGiveTheSameIds() throws Exception {
         List<String> runs = new java.util.ArrayList<>();
         for (int run = 0; run < 2; run++) {

@@ -3,6 +3,7 @@ package io.iopipe.jobs.pipeline;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.iopipe.jobs.detect.DiskHealth;
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.OpLatency;
 import io.iopipe.jobs.records.OutputRecord;
@@ -60,7 +61,7 @@ class DetectAnomaliesTest {
     }
 
     private static KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> harness() throws Exception {
-        return new KeyedTwoInputStreamOperatorTestHarness<>(new KeyedCoProcessOperator<>(new DetectAnomalies(FORGET_AFTER_MS)),
+        return new KeyedTwoInputStreamOperatorTestHarness<>(new KeyedCoProcessOperator<>(new DetectAnomalies(FORGET_AFTER_MS, DiskHealth.DEFAULT_RECOVERY.toNanos())),
                 DiskWindow::key, PeerVerdict::key, Types.STRING);
     }
 
