@@ -193,13 +193,13 @@ class Fleet:
                     "count": sum(h["count"] for h in part), "sum_us": sum(h["sum_us"] for h in part),
                     "max_us": max(h["max_us"] for h in part), "errors": sum(h["errors"] for h in part)})
 
-    def add_health(self, host, disk, from_state, to_state, hours_ago, ticket=None):
+    def add_health(self, host, disk, from_state, to_state, hours_ago, ticket=None, action="open", anomaly_ids=()):
         ts_ns = (self.now_s - int(hours_ago * 3600)) * NS
         record = {"schema": "io.health.v1", "id": f"{host}/{disk}:{ts_ns}", "host": host, "disk": disk,
                   "ts_ns": ts_ns, "from_state": from_state, "to_state": to_state, "reason": f"to {to_state}",
-                  "anomaly_ids": []}
+                  "anomaly_ids": list(anomaly_ids)}
         if ticket:
-            record["ticket"] = {"action": "open", "ticket_id": ticket}
+            record["ticket"] = {"action": action, "ticket_id": ticket}
         self.records.append(record)
 
 
@@ -238,6 +238,15 @@ def fleet(now_s, tag):
     f.add_health(a, "sdc", "healthy", "suspect", hours_ago=1)
     f.add_health(b, "sda", "healthy", "suspect", hours_ago=41 * 24)
     f.add_health(b, "sda", "suspect", "failing", hours_ago=40 * 24, ticket=f"iopipe-{b}-sda")
+    # A whole ticket: opened, updated with new evidence, stepped down, resolved 2 hours ago;
+    # and an older one, resolved long ago.
+    sdd_ticket = f"iopipe-{a}-sdd"
+    f.add_health(a, "sdd", "healthy", "failing", hours_ago=6, ticket=sdd_ticket, anomaly_ids=["first"])
+    f.add_health(a, "sdd", "failing", "failing", hours_ago=5, ticket=sdd_ticket, action="update", anomaly_ids=["second"])
+    f.add_health(a, "sdd", "failing", "suspect", hours_ago=3)
+    f.add_health(a, "sdd", "suspect", "healthy", hours_ago=2, ticket=sdd_ticket, action="resolve")
+    f.add_health(a, "sda", "healthy", "failing", hours_ago=30, ticket=f"iopipe-{a}-sda")
+    f.add_health(a, "sda", "failing", "healthy", hours_ago=29, ticket=f"iopipe-{a}-sda", action="resolve")
     f.add_rollups()
     return f
 
@@ -337,6 +346,19 @@ def check_time_to_detect(f, run, ingested_by_s):
         assert 0 <= int(r["seconds_to_detect"]) - (f.now_s - onset_s) <= ingested_by_s - f.now_s + 1, r
 
 
+def check_tickets(f, run):
+    """Open tickets of any age and those resolved within the hours asked; each as its transitions tell."""
+    rows = {(r["host"], r["disk"]): r for r in ours(f, run("tickets", {"resolved_hours": 3}))}
+    assert sorted(rows) == sorted([(f.host_b, "sda"), (f.host_a, "sdb"), (f.host_a, "sdd")]), rows
+    sdd = rows[(f.host_a, "sdd")]
+    assert (sdd["ticket_id"], sdd["last_action"], sdd["opened_reason"]) == (f"iopipe-{f.host_a}-sdd", "resolve", "to failing")
+    assert (int(sdd["opened_ns"]), int(sdd["last_ns"])) == ((f.now_s - 6 * 3600) * NS, (f.now_s - 2 * 3600) * NS)
+    assert (sdd["opened_anomaly_ids"], sorted(sdd["cited_anomaly_ids"])) == (["first"], ["first", "second"])
+    assert [rows[k]["last_action"] for k in ((f.host_b, "sda"), (f.host_a, "sdb"))] == ["open", "open"]
+    recent = ours(f, run("tickets", {"resolved_hours": 1}))
+    assert sorted(r["disk"] for r in recent) == ["sda", "sdb"], recent
+
+
 CHECKS = {  # cookbook query -> the check of its answer
     "worst_disks_p99_last_hour": check_worst_disks,
     "disk_latency_heatmap_day": check_heatmap,
@@ -345,6 +367,7 @@ CHECKS = {  # cookbook query -> the check of its answer
     "iostat_host": check_iostat,
     "disk_vs_peers": check_peers,
     "anomalies_of_disk": check_anomalies_of_disk,
+    "tickets": check_tickets,
 }
 
 
