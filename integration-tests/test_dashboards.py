@@ -1,6 +1,8 @@
 """Every dashboard panel's SQL, macros expanded as Grafana would, runs on the real
 ClickHouse and gives the exact figures for known windows: a one-minute bucket of six
-10 s windows shows the bucket's true rates and latencies, not an average of averages."""
+10 s windows shows the bucket's true rates and latencies, not an average of averages.
+Every panel, annotation, variable and alert rule of the other dashboards answers the
+known rows of dashboards/tests/known_rows.py exactly (the same checks run on chdb)."""
 import json
 import math
 import sys
@@ -8,7 +10,8 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "dashboards"))
+sys.path[:0] = [str(REPO / "dashboards"), str(REPO / "dashboards" / "tests")]
+import known_rows  # noqa: E402
 import macros  # noqa: E402
 
 MINUTE_START_S = 1_763_700_000  # a whole minute
@@ -64,3 +67,10 @@ def test_every_panel_query_runs_and_buckets_are_exact(pipeline):
     assert math.isclose(series_value(util_rows, f"{host}/sdb %util"), 4 * 100.0 / 6)  # busy in 4 of 6 windows
     latest = panels["Latest iostat -x line per disk"]
     assert [(r["disk"], float(r["read_await_ms"])) for r in latest] == [("sdb", 8.0), ("sdc", 1.0)]
+
+
+def test_fleet_disk_and_anomaly_views_and_alert_rules_answer_exactly(pipeline):
+    def rows(sql):
+        return [json.loads(line) for line in pipeline.reader.query(sql + " FORMAT JSONEachRow").splitlines()]
+
+    known_rows.check_all(rows, pipeline.clickhouse.query, uuid.uuid4().hex[:8])

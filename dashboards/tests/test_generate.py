@@ -1,5 +1,5 @@
-"""The committed dashboard JSON is what the generator makes, and every query in it is
-made only of macros the expander (and so the integration test) knows."""
+"""The committed dashboards and alert rules are what the generator makes, and every query
+in them is made only of macros the expander (and so the integration test) knows."""
 import json
 import sys
 from pathlib import Path
@@ -8,23 +8,47 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
 import macros  # noqa: E402
+from config import IOSTAT  # noqa: E402
 
 
-def test_committed_json_is_up_to_date():
-    committed = (HERE / "json" / f"{generate.CONFIG['uid']}.json").read_text()
-    assert committed == generate.render(), "run `python dashboards/generate.py`"
+def test_committed_files_are_up_to_date():
+    for path, text in generate.outputs().items():
+        assert path.exists() and path.read_text() == text, f"{path} is stale: run `python dashboards/generate.py`"
 
 
 def test_every_query_expands_fully_for_all_and_for_a_selection():
-    board = json.loads(generate.render())
-    queries = macros.panel_queries(board)
-    assert len(queries) == sum(len(p["series"]) for p in generate.CONFIG["panels"]) + 1
-    for _, sql in queries:
-        macros.expand(sql, 0, 60, 10, selected={})
-        macros.expand(sql, 0, 60, 10, selected={"host": ["web-17"], "disk": ["sdb", "sdc"]})
+    for uid in generate.BOARDS:
+        board = json.loads(generate.render(uid))
+        for _, sql in macros.all_queries(board):
+            macros.expand(sql, 0, 60, 10, selected={})
+            macros.expand(sql, 0, 60, 10, selected={"host": ["web-17"], "disk": ["sdb", "sdc"], "kind": ["saturation"]})
+
+
+def test_the_iostat_dashboard_keeps_its_panels_and_the_disk_view_reuses_them():
+    iostat = json.loads(generate.render(IOSTAT["uid"]))
+    assert len(macros.panel_queries(iostat)) == sum(len(p["series"]) for p in IOSTAT["panels"]) + 1
+    disk = json.loads(generate.render("iopipe-disk"))
+    assert set(macros.panel_queries(iostat)) <= set(macros.panel_queries(disk))
 
 
 def test_a_selection_filters_and_all_does_not():
     sql = "SELECT 1 WHERE $__conditionalAll(host IN (${host:singlequote}), $host)"
     assert macros.expand(sql, 0, 1, 1, {}) == "SELECT 1 WHERE 1=1"
     assert macros.expand(sql, 0, 1, 1, {"host": ["a", "b"]}) == "SELECT 1 WHERE host IN ('a','b')"
+    assert macros.expand(sql, 0, 1, 1, {"host": ["o'neil"]}) == "SELECT 1 WHERE host IN ('o\\'neil')"
+
+
+def test_time_macros_become_the_range():
+    sql = "SELECT $__fromTime, $__toTime, $__timeInterval(ts) WHERE $__timeFilter(ts)"
+    assert macros.expand(sql, 100, 200, 30, {}) == (
+        "SELECT toDateTime(100), toDateTime(200), toStartOfInterval(toDateTime(ts), INTERVAL 30 second) "
+        "WHERE ts >= toDateTime(100) AND ts <= toDateTime(200)")
+
+
+def test_drill_down_links_carry_the_disk_and_the_time_range():
+    fleet = json.loads(generate.render("iopipe-fleet"))
+    worst = next(p for p in fleet["panels"] if p["title"].startswith("Worst"))
+    url = worst["fieldConfig"]["defaults"]["links"][0]["url"]
+    assert url.startswith("/d/iopipe-disk/")
+    for part in ("var-host=${__data.fields.host}", "var-disk=${__data.fields.disk}", "from=${__from}", "to=${__to}"):
+        assert part in url
