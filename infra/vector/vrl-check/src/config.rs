@@ -1,0 +1,89 @@
+//! vector.yaml read as Vector 0.50 reads it: environment variables interpolated into the
+//! text (src/config/vars.rs), then YAML with merge keys applied (src/config/format.rs).
+
+use regex::{Captures, Regex};
+use serde_yaml::{Mapping, Value as Yaml};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// Vector's interpolation: `$$` is `$`; `$NAME`, `${NAME}`, `${NAME:-default}`,
+/// `${NAME-default}`, `${NAME:?error}`, `${NAME?error}`; a missing variable without a
+/// default is an error.
+pub fn interpolate(text: &str, vars: &HashMap<String, String>) -> Result<String, Vec<String>> {
+    let pattern = Regex::new(r"\$\$|\$([[:word:].]+)|\$\{([[:word:].]+)(?:(:?-|:?\?)([^}]*))?\}").unwrap();
+    let mut errors = Vec::new();
+    let text = pattern.replace_all(text, |caps: &Captures<'_>| {
+        let Some(name) = caps.get(1).or_else(|| caps.get(2)).map(|m| m.as_str()) else {
+            return "$".to_string();
+        };
+        let value = vars.get(name).map(String::as_str);
+        let flag = caps.get(3).map_or("", |m| m.as_str());
+        let fallback = caps.get(4).map_or("", |m| m.as_str());
+        match (flag, value) {
+            (":-", Some(v)) if !v.is_empty() => v.to_string(),
+            (":-", _) => fallback.to_string(),
+            ("-", v) => v.unwrap_or(fallback).to_string(),
+            (":?", Some(v)) if !v.is_empty() => v.to_string(),
+            ("?", Some(v)) => v.to_string(),
+            (":?" | "?", _) => {
+                errors.push(format!("environment variable {name} is required: {fallback}"));
+                String::new()
+            }
+            (_, Some(v)) => v.to_string(),
+            (_, None) => {
+                errors.push(format!("missing environment variable {name}"));
+                String::new()
+            }
+        }
+    });
+    if errors.is_empty() { Ok(text.into_owned()) } else { Err(errors) }
+}
+
+/// The configuration's components by kind, and its tests.
+pub struct Config {
+    pub sources: BTreeMap<String, Mapping>,
+    pub transforms: BTreeMap<String, Mapping>,
+    pub sinks: BTreeMap<String, Mapping>,
+    pub tests: Vec<Yaml>,
+}
+
+impl Config {
+    pub fn load(path: &Path, vars: &HashMap<String, String>) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let text = interpolate(&text, vars).map_err(|errors| errors.join("; "))?;
+        let mut doc: Yaml = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        doc.apply_merge().map_err(|e| format!("{}: merge keys: {e}", path.display()))?;
+        let section = |name: &str| -> Result<BTreeMap<String, Mapping>, String> {
+            let Some(components) = doc.get(name) else { return Ok(BTreeMap::new()) };
+            let components = components.as_mapping().ok_or(format!("{name} is not a mapping"))?;
+            components
+                .iter()
+                .map(|(id, options)| {
+                    let id = id.as_str().ok_or(format!("a {name} id is not a string"))?.to_string();
+                    let options = options.as_mapping().ok_or(format!("{name}.{id} is not a mapping"))?.clone();
+                    Ok((id, options))
+                })
+                .collect()
+        };
+        let tests = doc.get("tests").and_then(Yaml::as_sequence).cloned().unwrap_or_default();
+        Ok(Config { sources: section("sources")?, transforms: section("transforms")?, sinks: section("sinks")?, tests })
+    }
+}
+
+/// An option of a component as a string, if it is one.
+pub fn text<'a>(options: &'a Mapping, name: &str) -> Option<&'a str> {
+    options.get(name).and_then(Yaml::as_str)
+}
+
+pub fn flag(options: &Mapping, name: &str, default: bool) -> bool {
+    options.get(name).and_then(Yaml::as_bool).unwrap_or(default)
+}
+
+/// A component's `inputs`: the outputs it reads (`id` or `id.port`).
+pub fn inputs(options: &Mapping) -> Vec<String> {
+    options
+        .get("inputs")
+        .and_then(Yaml::as_sequence)
+        .map(|inputs| inputs.iter().filter_map(Yaml::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
