@@ -7,18 +7,23 @@ export IOPIPE_CACHE
 export CARGO_TARGET_DIR ?= $(IOPIPE_CACHE)/cargo-target
 AGENT_BIN := $(CARGO_TARGET_DIR)/release/iopipe-agent
 export IOPIPE_AGENT_BIN := $(AGENT_BIN)
+ALERTMANAGER_VERSION := v0.28.1
+ALERTMANAGER_DIR := $(IOPIPE_CACHE)/alertmanager-$(ALERTMANAGER_VERSION)
+export IOPIPE_ALERTMANAGER_BIN := $(ALERTMANAGER_DIR)/alertmanager
+export IOPIPE_AMTOOL_BIN := $(ALERTMANAGER_DIR)/amtool
+GO := $(shell command -v go || echo /usr/local/go/bin/go)
 VENV := $(IOPIPE_CACHE)/venv-$(shell sha256sum integration-tests/requirements.txt | cut -c1-12)
 PYTHON := $(VENV)/bin/python
 MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-agent test-jobs test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers evaluate-precision dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
+.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-vector test-agent test-jobs alertmanager test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers evaluate-precision dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
 	@echo "make test    every test (unit and integration), as CI runs it"
-	@echo "make test-unit   the fast loop: schema, agent and job unit tests"
+	@echo "make test-unit   the fast loop: schema, Vector pipeline, agent and job unit tests"
 	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
 	@echo "make test-faults faults on a cluster: kills, Kafka nodes and ClickHouse replicas away, a restore"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
@@ -54,7 +59,7 @@ images:
 
 test: deps test-unit images test-integration
 
-test-unit: test-schema test-dashboards test-infra test-agent test-jobs
+test-unit: test-schema test-dashboards test-infra test-vector test-agent test-jobs
 
 test-schema: $(VENV)/.installed
 	@echo "[iopipe] schema contract tests"
@@ -64,12 +69,31 @@ test-dashboards: $(VENV)/.installed
 	@echo "[iopipe] dashboard generation tests"
 	@$(PYTHON) -m pytest -q dashboards/tests
 
-test-infra: $(VENV)/.installed
-	@echo "[iopipe] Kubernetes manifests against the Kubernetes and operator schemas"
+test-infra: $(VENV)/.installed $(IOPIPE_ALERTMANAGER_BIN)
+	@echo "[iopipe] Kubernetes manifests against the Kubernetes and operator schemas; the Alertmanager config with amtool"
 	@$(PYTHON) -m pytest -q infra/tests
 
 dashboards: $(VENV)/.installed
 	@$(PYTHON) dashboards/generate.py
+
+alertmanager: $(IOPIPE_ALERTMANAGER_BIN)
+
+# Built from the Go module proxy (no registry here ships the binary); into a fresh
+# directory first, so an interrupted build never leaves half a cache.
+$(IOPIPE_ALERTMANAGER_BIN):
+	@echo "[iopipe] building Alertmanager and amtool $(ALERTMANAGER_VERSION) from the Go module proxy (about a minute)"
+	@rm -rf $(ALERTMANAGER_DIR).tmp && mkdir -p $(ALERTMANAGER_DIR).tmp
+	@GOBIN=$(ALERTMANAGER_DIR).tmp $(GO) install github.com/prometheus/alertmanager/cmd/alertmanager@$(ALERTMANAGER_VERSION) \
+		github.com/prometheus/alertmanager/cmd/amtool@$(ALERTMANAGER_VERSION)
+	@rm -rf $(ALERTMANAGER_DIR) && mv $(ALERTMANAGER_DIR).tmp $(ALERTMANAGER_DIR)
+
+# The Vector pipeline (infra/vector): its VRL run by the vrl crate (Vector 0.50's remap engine)
+# over the schema's examples and the agent's real output, its own `tests:` played, and its
+# structure checked against Vector 0.50's component reference.
+test-vector: $(VENV)/.installed agent
+	@echo "[iopipe] Vector pipeline tests (VRL by the vrl crate, config tests, config structure)"
+	@cd infra/vector/vrl-check && cargo test --release --locked
+	@$(PYTHON) -m pytest -q infra/vector/tests
 
 test-agent:
 	@echo "[iopipe] agent tests (cargo test)"
@@ -80,7 +104,7 @@ test-jobs:
 	@set -o pipefail; cd stream-jobs && mvn -B --no-transfer-progress -Dstyle.color=never package \
 	  | grep -E --line-buffered "Tests run:|FAIL|ERROR|BUILD"
 
-test-integration: $(VENV)/.installed agent $(JOB_JAR)
+test-integration: $(VENV)/.installed agent $(JOB_JAR) $(IOPIPE_ALERTMANAGER_BIN)
 	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"
 	@$(PYTHON) -m pytest -v --durations=12 integration-tests
 
@@ -90,10 +114,10 @@ test-faults: $(VENV)/.installed $(JOB_JAR) images
 	@$(PYTHON) -m pytest -v -s -rxX integration-tests/test_faults.py integration-tests/test_job_state.py
 
 # The seed scenarios on fault disks through the whole pipeline; prints the figures.
-test-e2e: $(VENV)/.installed agent $(JOB_JAR) images
+test-e2e: $(VENV)/.installed agent $(JOB_JAR) images $(IOPIPE_ALERTMANAGER_BIN)
 	@$(PYTHON) -m pytest -v -s integration-tests/test_end_to_end.py
 
-demo: deps agent $(JOB_JAR) images
+demo: deps agent $(JOB_JAR) images $(IOPIPE_ALERTMANAGER_BIN)
 	@python3 infra/demo.py
 
 down:

@@ -8,8 +8,10 @@ of reads cost extra revolutions) to failing (every read takes 60 ms to half a se
 The agent traces every I/O of the machine with eBPF into Kafka; the job windows and
 judges each disk; everything printed below is read back from ClickHouse as it lands:
 each 10 s window's iostat line and biolatency histogram, every anomaly with its
-evidence, every change of the disk's health. It ends with what was found and the SQL
-that shows the same. The stack keeps running afterwards; `make down` stops it.
+evidence, every change of the disk's health. It ends with what was found, the SQL that
+shows the same, and the ticket Alertmanager sent for the failing disk (the ticket bridge
+posts it) with its latency heatmap saved as a picture. The stack keeps running
+afterwards; `make down` stops it.
 
 Needs root (eBPF, loop devices, FUSE).
 """
@@ -21,10 +23,12 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import stack
+import tickets as tickets_local
 
 sys.path[:0] = [str(stack.REPO / "integration-tests"), str(stack.REPO / "schema" / "queries")]
 import cookbook  # noqa: E402
@@ -250,8 +254,38 @@ def print_queries(watch):
               f"| curl -s -u iopipe_reader:$PW http://127.0.0.1:8123/ --data-binary @-")
 
 
-def tour(ports, clickhouse, host, agent_bin=AGENT_BIN):
-    """The disk's story under the agent, printed as ClickHouse stores it; returns what was watched."""
+def first_ticket(receiver, watch):
+    for name, note in receiver.received():
+        labels = note["commonLabels"]
+        if (labels.get("host"), labels.get("disk")) == (watch.host, watch.disk) and note["status"] == "firing":
+            return name, note
+    return None
+
+
+def show_ticket(tickets, watch):
+    """The ticket the failing disk became, as Alertmanager sent it, and its heatmap saved."""
+    receiver, note = stack.wait_for("the ticket Alertmanager sends for the failing disk",
+                                    lambda: first_ticket(tickets.receiver, watch), timeout_s=120)
+    alert = note["alerts"][0]
+    labels, annotations = alert["labels"], alert["annotations"]
+    print("\n" + "=" * 100)
+    stack.say(f"the ticket: Alertmanager ({tickets.alertmanager_url}) sent receiver {receiver!r} (the Jira and "
+              f"webhook receiver of infra/alertmanager/alertmanager.yml) this for {watch.disk}:")
+    print(f"  {labels['alertname']} {alert['status']} since {alert['startsAt']}, labels "
+          + ", ".join(f"{k}={labels[k]}" for k in ("host", "disk", "model", "serial", "kind") if labels.get(k)))
+    print(f"  {annotations['summary']}\n  {annotations['description']}")
+    print("  evidence:\n" + "\n".join("    " + line for line in annotations["evidence"].splitlines()[:6]))
+    print(f"  dashboard: {annotations['dashboard_url']}")
+    heatmap = stack.CACHE / "demo" / f"heatmap-{watch.host}-{watch.disk}.svg"
+    heatmap.parent.mkdir(parents=True, exist_ok=True)
+    with urllib.request.urlopen(annotations["heatmap_url"], timeout=30) as response:
+        heatmap.write_bytes(response.read())
+    print(f"  latency heatmap (linked from the ticket, drawn from the disk dashboard's SQL): {heatmap}")
+
+
+def tour(ports, clickhouse, host, agent_bin=AGENT_BIN, tickets=None):
+    """The disk's story under the agent, printed as ClickHouse stores it, and the ticket
+    `tickets` (Alertmanager and the bridge) sent, if given; returns what was watched."""
     counts = {}
     with FaultDisk(PHASES[0].profile, size_mib=DISK_MIB, rotational=True) as disk, \
             tempfile.TemporaryFile("w+") as agent_log:
@@ -274,6 +308,8 @@ def tour(ports, clickhouse, host, agent_bin=AGENT_BIN):
             agent_log.seek(0)
             stack.say("agent: " + (agent_log.read().strip().splitlines() or ["exited"])[-1])
     print_summary(watch, counts, clickhouse)
+    if tickets:
+        show_ticket(tickets, watch)
     return watch
 
 
@@ -285,8 +321,11 @@ def main():
         sys.exit(f"{AGENT_BIN} is missing: run `make agent` (make demo builds it)")
     print(__doc__.split("\n\n")[1] + "\n")
     ports = stack.Ports()
-    clickhouse = stack.up(ports).client(ports, "reader")
-    tour(ports, clickhouse, socket.gethostname())
+    users = stack.up(ports)
+    receiver = tickets_local.Receiver()
+    with tickets_local.LocalTickets(ports.clickhouse_url, users.reader, receiver.url) as tickets:
+        tickets.receiver = receiver
+        tour(ports, users.client(ports, "reader"), socket.gethostname(), tickets=tickets)
     stack.say(f"Flink's UI: {ports.flink_url}. The stack keeps running: `make down` stops it.")
 
 

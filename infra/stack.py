@@ -83,6 +83,21 @@ def _bindable(port):
             return False
 
 
+def free_ports(n):
+    """`n` unused ports. They are drawn below the kernel's ephemeral range: that is where
+    every process's outgoing connections and port-0 listeners (Flink's blob and RPC servers
+    among them) get theirs, and one could take a port between its choice here and its
+    service's bind."""
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    draw = random.SystemRandom()
+    ports = []
+    while len(ports) < n:
+        port = draw.randrange(10_000, ephemeral_low)
+        if port not in ports and _bindable(port):
+            ports.append(port)
+    return ports
+
+
 @dataclass(frozen=True)
 class Ports:
     kafka: int = 9092
@@ -95,18 +110,8 @@ class Ports:
 
     @classmethod
     def free(cls):
-        """Unused ports, for a stack that must not collide with another one. They are drawn
-        below the kernel's ephemeral range: that is where every process's outgoing
-        connections and port-0 listeners (Flink's blob and RPC servers among them) get
-        theirs, and one could take a port between its choice here and its service's bind."""
-        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-        draw = random.SystemRandom()
-        ports = []
-        while len(ports) < len(cls.__dataclass_fields__):
-            port = draw.randrange(10_000, ephemeral_low)
-            if port not in ports and _bindable(port):
-                ports.append(port)
-        return cls(*ports)
+        """Unused ports, for a stack that must not collide with another one."""
+        return cls(*free_ports(len(cls.__dataclass_fields__)))
 
     @property
     def brokers(self):

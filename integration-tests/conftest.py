@@ -24,6 +24,7 @@ from testcontainers.core.container import DockerContainer  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "infra"))
 import stack  # noqa: E402
+import tickets as tickets_local  # noqa: E402
 
 SERVICES = {  # service -> (image, command)
     "kafka": ("iopipe/kafka:dev", None),
@@ -84,12 +85,30 @@ def services(names):
         shutil.rmtree(flink_state, ignore_errors=True)
 
 
+# A disk steps its health down after a minute of quiet rather than five, so a failing
+# disk's ticket resolves within a test (two steps: failing, suspect, healthy).
+HEALTH_RECOVERY = "PT1M"
+
+
 @pytest.fixture(scope="session")
 def pipeline():
     with services(SERVICES) as (ports, users, _):
         stack.migrate_clickhouse(ports, users)
-        job_id = stack.submit_live_job(ports)
+        job_id = stack.submit_live_job(ports, job_args=("--health-recovery", HEALTH_RECOVERY))
         yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"))
+
+
+@pytest.fixture(scope="session")
+def tickets(pipeline):
+    """Alertmanager with the shipped routes and templates, every receiver a webhook of the
+    test's own (`receiver`), and the ticket bridge reading the pipeline's ClickHouse."""
+    receiver = tickets_local.Receiver()
+    try:
+        with tickets_local.LocalTickets(pipeline.ports.clickhouse_url, pipeline.users.reader, receiver.url) as local:
+            local.receiver = receiver
+            yield local
+    finally:
+        receiver.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,14 @@
 """`make demo`'s tour on the test stack: the fault disk turns retrying then failing under
 the real agent, and the tour prints, read back from ClickHouse, each window's iostat line
 and histogram, both anomalies with their evidence, the health changes with the ticket,
-and the SQL to see the same."""
+the SQL to see the same, and the ticket Alertmanager sent with its heatmap."""
 import uuid
 
 import demo
 
 
-def test_the_tour_shows_a_disk_retrying_then_failing_and_why(pipeline, agent_bin, capsys):
-    watch = demo.tour(pipeline.ports, pipeline.reader, f"demo-{uuid.uuid4().hex[:6]}", agent_bin)
+def test_the_tour_shows_a_disk_retrying_then_failing_and_why(pipeline, tickets, agent_bin, capsys):
+    watch = demo.tour(pipeline.ports, pipeline.reader, f"demo-{uuid.uuid4().hex[:6]}", agent_bin, tickets)
     printed = capsys.readouterr().out
     found = {(a["disk"], a["kind"], a["severity"]) for a in watch.found}
     assert {(watch.disk, "bimodal_retries", "warning"), (watch.disk, "failing_disk", "critical")} <= found, printed
@@ -17,6 +17,7 @@ def test_the_tour_shows_a_disk_retrying_then_failing_and_why(pipeline, agent_bin
     for shown in ("usecs               : count     distribution", "iostat: r/s",
                   "modes: ", "because: service time",
                   f"HEALTH of {watch.disk}: healthy -> suspect", f"HEALTH of {watch.disk}: suspect -> failing",
-                  "FROM iopipe.anomalies FINAL"):
+                  "FROM iopipe.anomalies FINAL", "DiskFailing firing since", "kind=failing_disk",
+                  "latency heatmap (linked from the ticket"):
         assert shown in printed, f"the tour did not print {shown!r}:\n{printed}"
     assert printed.index("bimodal_retries (warning)") < printed.index("failing_disk (critical)"), printed

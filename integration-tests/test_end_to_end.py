@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+import urllib.request
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -37,8 +38,9 @@ class Fleet:
     """The scenarios played on this machine under one agent host name, and what the
     pipeline made of them."""
 
-    def __init__(self, pipeline, host):
+    def __init__(self, pipeline, tickets, host):
         self.pipeline = pipeline
+        self.tickets = tickets
         self.host = host
         self.runs = {}
 
@@ -56,9 +58,27 @@ class Fleet:
             summaries.setdefault(key, summary)
         return first, summaries
 
-    def health(self, disk):
-        return self.rows(f"SELECT to_state, `ticket.action` FROM iopipe.health FINAL "
+    def health(self, disk, with_ticket_id=False):
+        ticket = "`ticket.ticket_id`" if with_ticket_id else "`ticket.action`"
+        return self.rows(f"SELECT to_state, {ticket} FROM iopipe.health FINAL "
                          f"WHERE host = {{host}} AND disk = {sql_string(disk)} ORDER BY ts_ns")
+
+    def tickets_resolved(self):
+        """Every ticket opened for a disk of the fleet resolved, in ClickHouse and at the receiver."""
+        open_tickets = [row for row in self.rows("SELECT disk, `ticket.action` FROM iopipe.health FINAL "
+                                                 "WHERE host = {host} AND `ticket.ticket_id` != '' ORDER BY ts_ns")]
+        last = dict(open_tickets)
+        resolved_notified = {disk for disk, notes in self.notifications().items()
+                             if any(n["status"] == "resolved" for _, n in notes)}
+        return bool(last) and all(a == "resolve" for a in last.values()) and set(last) <= resolved_notified
+
+    def notifications(self):
+        """disk -> [(receiver, notification)] the tickets receiver got for this fleet's host."""
+        by_disk = {}
+        for receiver, n in self.tickets.receiver.received():
+            if n["commonLabels"].get("host") == self.host:
+                by_disk.setdefault(n["commonLabels"].get("disk"), []).append((receiver, n))
+        return by_disk
 
     def windows_closed_until(self, disk):
         (end_ns,), = self.rows(f"SELECT max(window_end_ns) FROM iopipe.windows "
@@ -96,8 +116,8 @@ class Fleet:
 
 
 @pytest.fixture(scope="module")
-def fleet(pipeline, agent_bin):
-    fleet = Fleet(pipeline, f"e2e-{uuid.uuid4().hex[:6]}")
+def fleet(pipeline, tickets, agent_bin):
+    fleet = Fleet(pipeline, tickets, f"e2e-{uuid.uuid4().hex[:6]}")
     with ExitStack() as cleanup:
         disks = {name: cleanup.enter_context(scenario_disk(SCENARIOS[name])) for group in GROUPS for name in group}
         agent = tracing_agent.KafkaTracingAgent(agent_bin, pipeline.ports.brokers, fleet.host)
@@ -111,6 +131,9 @@ def fleet(pipeline, agent_bin):
                 fleet.runs.update({run.scenario.name: run for run in runs})
                 stack.wait_for(f"{', '.join(group)} judged in ClickHouse", lambda: fleet.judged(runs, ended),
                                timeout_s=120)
+            # The agent goes on sampling the idle disks: their quiet windows step a failing
+            # disk's health down to healthy, which resolves its ticket.
+            stack.wait_for("every ticket resolved and notified so", fleet.tickets_resolved, timeout_s=300)
         finally:
             log = agent.stop()
         assert "kafka_failed 0, kafka_shed 0" in log, log
@@ -178,9 +201,48 @@ def test_each_disk_gets_its_verdict_and_health(fleet, name):
     assert expected <= mine and {k for k, _ in mine} == {k for k, _ in expected}, \
         {v: summaries[(run.disk.name, *v)] for v in mine}
     states = [state for state, _ in fleet.health(run.disk.name)]
-    assert tuple(s for s in states if s != "healthy") == run.scenario.health, fleet.health(run.disk.name)
+    assert tuple(s for s in until_it_recovers(states) if s != "healthy") == run.scenario.health, fleet.health(run.disk.name)
     if "failing" in run.scenario.health:
         assert ("failing", "open") in fleet.health(run.disk.name), "a failing disk opens one ticket"
+
+
+def until_it_recovers(states):
+    """The states a disk's health climbed through, before its first step down."""
+    order = ("healthy", "suspect", "failing")
+    climbed = []
+    for state in states:
+        if climbed and order.index(state) < order.index(climbed[-1]):
+            break
+        climbed.append(state)
+    return climbed
+
+
+def test_a_failing_disk_gets_one_ticket_updated_while_it_fails_and_resolved_when_healthy(fleet):
+    """Through the bridge and Alertmanager's shipped routes, to the tickets receiver: one
+    group and one alert for the disk throughout, its evidence and links, repeated while it
+    fails, resolved once it is healthy; nothing for any other disk."""
+    failing = [run.disk.name for run in fleet.runs.values() if "failing" in run.scenario.health]
+    assert failing, "a scenario turns a disk failing"
+    notified = fleet.notifications()
+    assert set(notified) == set(failing), {disk: len(n) for disk, n in notified.items()}
+    for disk in failing:
+        (ticket_id,) = {t for _, t in fleet.health(disk, with_ticket_id=True) if t}
+        notes = notified[disk]
+        assert {receiver for receiver, _ in notes} == {"disk-tickets"}, notes
+        assert len({n["groupKey"] for _, n in notes}) == 1, "one group, so one Jira issue"
+        alerts = [alert for _, n in notes for alert in n["alerts"]]
+        assert len({(a["fingerprint"], a["startsAt"]) for a in alerts}) == 1, "one alert: one ticket, never a second"
+        statuses = [n["status"] for _, n in notes]
+        assert statuses[0] == "firing" and statuses[-1] == "resolved" and statuses.count("resolved") == 1, statuses
+        assert statuses.count("firing") >= 2, f"repeated while the disk fails: {statuses}"
+        first = alerts[0]
+        assert first["labels"]["kind"] == "failing_disk" and first["labels"]["disk"] == disk, first["labels"]
+        assert first["annotations"]["ticket_id"] == ticket_id, first["annotations"]
+        assert "failing_disk critical" in first["annotations"]["evidence"], first["annotations"]["evidence"]
+        assert "iopipe.anomalies" in first["annotations"]["cookbook_sql"]
+        with urllib.request.urlopen(first["annotations"]["heatmap_url"], timeout=30) as response:
+            assert response.headers["Content-Type"] == "image/svg+xml"
+            assert b"<svg" in response.read(200)
 
 
 def test_nothing_is_flagged_on_the_machines_own_disks(fleet):
