@@ -276,11 +276,19 @@ def show_ticket(tickets, watch):
     print(f"  {annotations['summary']}\n  {annotations['description']}")
     print("  evidence:\n" + "\n".join("    " + line for line in annotations["evidence"].splitlines()[:6]))
     print(f"  dashboard: {annotations['dashboard_url']}")
-    heatmap = stack.CACHE / "demo" / f"heatmap-{watch.host}-{watch.disk}.svg"
-    heatmap.parent.mkdir(parents=True, exist_ok=True)
-    with urllib.request.urlopen(annotations["heatmap_url"], timeout=30) as response:
-        heatmap.write_bytes(response.read())
-    print(f"  latency heatmap (linked from the ticket, drawn from the disk dashboard's SQL): {heatmap}")
+    key, issue = stack.wait_for("the Jira issue", lambda: next(
+        ((k, i) for k, i in tickets.receiver.jira_issues().items() if f"{watch.host}/{watch.disk}" in i["fields"]["summary"]),
+        None), timeout_s=60)
+    print(f"  Jira issue {key} (the receiver's jira_configs, against a local stand-in for Jira's API): "
+          f"{issue['fields']['summary']!r}, {issue['fields']['priority']['name']} {issue['fields']['issuetype']['name']}, "
+          f"labels {', '.join(issue['fields']['labels'])}")
+    for name, what in (("heatmap", "latency heatmap (linked from the ticket, drawn from the disk dashboard's SQL)"),
+                       ("histogram", "latency histogram of the window of the verdict (linked from the ticket)")):
+        picture = stack.CACHE / "demo" / f"{name}-{watch.host}-{watch.disk}.svg"
+        picture.parent.mkdir(parents=True, exist_ok=True)
+        with urllib.request.urlopen(annotations[f"{name}_url"], timeout=30) as response:
+            picture.write_bytes(response.read())
+        print(f"  {what}: {picture}")
 
 
 def tour(ports, clickhouse, host, agent_bin=AGENT_BIN, tickets=None):

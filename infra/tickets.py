@@ -2,13 +2,14 @@
 demo and the tests. Production runs the same two programs with the shipped
 infra/alertmanager/alertmanager.yml (see infra/alertmanager/README.md).
 
-The local Alertmanager reads the shipped configuration (its routes, grouping, inhibition
-and templates) with each receiver's integrations replaced by one webhook to `receiver_url`
-+ "/<receiver name>", so what a Jira or PagerDuty receiver would get can be seen, and
-with the timings given: a test cannot wait hours for a repeat.
+The local Alertmanager reads the shipped configuration (its routes, grouping, inhibition,
+templates and receivers) with every integration pointed at a `Receiver` here: webhooks
+post to it, PagerDuty's events reach it, and its Jira answers the calls Alertmanager's
+Jira receiver makes. Timings are the ones given: a test cannot wait hours for a repeat.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,12 +43,24 @@ QUICK = Timings(group_wait="2s", group_interval="5s", repeat_interval="20s", bri
 
 
 def local_config(receiver_url, timings):
-    """The shipped configuration, its receivers all webhooks to `receiver_url`/<name>."""
+    """The shipped configuration with every integration pointed at `receiver_url` (a
+    `Receiver`) and no secret files: webhooks at /webhook/<receiver>, PagerDuty at
+    /pagerduty/<receiver>, Jira's API at /jira/rest/api/2."""
     config = yaml.safe_load(SHIPPED_CONFIG.read_text())
     config["route"].update(group_wait=timings.group_wait, group_interval=timings.group_interval,
                            repeat_interval=timings.repeat_interval)
-    config["receivers"] = [{"name": r["name"], "webhook_configs": [
-        {"url": f"{receiver_url.rstrip('/')}/{r['name']}", "send_resolved": True}]} for r in config["receivers"]]
+    base = receiver_url.rstrip("/")
+    for receiver in config["receivers"]:
+        name = receiver["name"]
+        for webhook in receiver.get("webhook_configs", []):
+            webhook.pop("url_file", None)
+            webhook["url"] = f"{base}/webhook/{name}"
+        for pager in receiver.get("pagerduty_configs", []):
+            pager.pop("routing_key_file", None)
+            pager.update(routing_key="local", url=f"{base}/pagerduty/{name}")
+        for jira in receiver.get("jira_configs", []):
+            jira.pop("http_config", None)
+            jira["api_url"] = f"{base}/jira/rest/api/2"
     return config
 
 
@@ -89,22 +102,32 @@ class LocalTickets:
                 f"--cluster.listen-address=127.0.0.1:{self.cluster_port}"])
             stack.wait_for("Alertmanager ready", lambda: stack.http_json(f"{self.alertmanager_url}/api/v2/status"),
                            timeout_s=60)
-            if self.clickhouse_url is None:
-                return self
-            self._start("bridge", [
-                sys.executable, str(BRIDGE), "--clickhouse", self.clickhouse_url, "--alertmanager", self.alertmanager_url,
-                "--listen", f"127.0.0.1:{self.bridge_port}", "--grafana-url", self.grafana_url,
-                "--interval-s", str(self.timings.bridge_interval_s)],
-                env={"PYTHONPATH": os.pathsep.join(map(str, BRIDGE_PYTHONPATH)),
-                     "IOPIPE_CLICKHOUSE_READER_PASSWORD": self.reader_password})
-            stack.wait_for("ticket bridge ready", lambda: self.bridge_metrics() is not None, timeout_s=60)
+            if self.clickhouse_url is not None:
+                self._start_bridge()
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
+    def _start_bridge(self):
+        self._start("bridge", [
+            sys.executable, str(BRIDGE), "--clickhouse", self.clickhouse_url, "--alertmanager", self.alertmanager_url,
+            "--listen", f"127.0.0.1:{self.bridge_port}", "--grafana-url", self.grafana_url,
+            "--interval-s", str(self.timings.bridge_interval_s)],
+            env={"PYTHONPATH": os.pathsep.join(map(str, BRIDGE_PYTHONPATH)),
+                 "IOPIPE_CLICKHOUSE_READER_PASSWORD": self.reader_password})
+        stack.wait_for("ticket bridge ready", lambda: self.bridge_metrics() is not None, timeout_s=60)
+
+    def restart_bridge(self):
+        """Kills the bridge and starts it again: it keeps no state, so it posts the same alerts."""
+        (name, process), = [(n, p) for n, p in self.processes if n == "bridge"]
+        process.kill()
+        process.wait(timeout=10)
+        self.processes.remove((name, process))
+        self._start_bridge()
+
     def _start(self, name, command, env=None):
-        log = open(self.workdir / f"{name}.log", "w")
+        log = open(self.workdir / f"{name}.log", "a")
         self.processes.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                                       env={**os.environ, **(env or {})})))
 
@@ -128,22 +151,80 @@ class LocalTickets:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-class Receiver:
-    """A webhook receiver on a free port: keeps every notification Alertmanager posts, with
-    the receiver it was posted for (the last part of the path)."""
+class Jira:
+    """The part of Jira's REST API (v2) that Alertmanager's Jira receiver calls: search by
+    label, create, update, and the transitions that resolve and reopen an issue."""
+
+    TRANSITIONS = {"31": ("Done", "done"), "41": ("Reopen", "new")}  # id -> (name, status category)
 
     def __init__(self):
-        self.notifications = []  # (receiver, payload)
+        self.issues = {}  # key -> {"fields": ..., "category": "new"|"done", "updates": n, "transitions": [names]}
+
+    def handle(self, method, path, body):
+        """(HTTP status, response body) for one call; `path` is relative to /rest/api/2/."""
+        if (method, path) == ("POST", "search"):
+            return 200, self.search(re.search(r'labels="([^"]+)"', body["jql"]).group(1))
+        if (method, path) == ("POST", "issue"):
+            key = f"{body['fields']['project']['key']}-{len(self.issues) + 1}"
+            self.issues[key] = {"fields": body["fields"], "category": "new", "updates": 0, "transitions": []}
+            return 201, {"key": key}
+        issue = re.fullmatch(r"issue/([A-Z]+-\d+)(/transitions)?", path)
+        if not issue or issue.group(1) not in self.issues:
+            return 404, {"errorMessages": [f"no {method} {path} here"]}
+        record = self.issues[issue.group(1)]
+        if method == "PUT" and not issue.group(2):
+            record["fields"].update(summary=body["fields"]["summary"], description=body["fields"]["description"])
+            record["updates"] += 1
+            return 204, None
+        if method == "GET" and issue.group(2):
+            return 200, {"transitions": [{"id": i, "name": name} for i, (name, _) in self.TRANSITIONS.items()]}
+        if method == "POST" and issue.group(2):
+            name, record["category"] = self.TRANSITIONS[body["transition"]["id"]]
+            record["transitions"].append(name)
+            return 204, None
+        return 405, {"errorMessages": [f"{method} {path} is not emulated"]}
+
+    def search(self, label):
+        """Issues with the label, open ones first (as Alertmanager's JQL orders them)."""
+        found = sorted((k for k, i in self.issues.items() if label in i["fields"]["labels"]),
+                       key=lambda k: self.issues[k]["category"] == "done")
+        return {"total": len(found), "issues": [
+            {"key": k, "fields": {"status": {"name": self.issues[k]["category"],
+                                             "statusCategory": {"key": self.issues[k]["category"]}}}} for k in found]}
+
+
+class Receiver:
+    """Every integration of the local Alertmanager, on a free port: keeps each webhook
+    notification with the receiver it was posted for, each PagerDuty event, and a `Jira`."""
+
+    def __init__(self):
+        self.notifications = []  # (receiver, payload) of the webhooks
+        self.pages = []  # (receiver, PagerDuty event)
+        self.jira = Jira()
         self.lock = threading.Lock()
         received = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.answer("GET")
+
+            def do_PUT(self):
+                self.answer("PUT")
+
             def do_POST(self):
-                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                self.answer("POST")
+
+            def answer(self, method):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length)) if length else None
                 with received.lock:
-                    received.notifications.append((self.path.rsplit("/", 1)[-1], payload))
-                self.send_response(200)
+                    status, reply = received.handle(method, self.path, body)
+                data = json.dumps(reply).encode() if reply is not None else b""
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                self.wfile.write(data)
 
             def log_message(self, *args):
                 pass
@@ -151,13 +232,31 @@ class Receiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", stack.free_ports(1)[0]), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True, name="receiver").start()
 
+    def handle(self, method, path, body):
+        integration, _, rest = path.lstrip("/").partition("/")
+        if integration == "webhook" and method == "POST":
+            self.notifications.append((rest, body))
+            return 200, None
+        if integration == "pagerduty" and method == "POST":
+            self.pages.append((rest, body))
+            return 202, {"status": "success", "message": "Event processed"}
+        if integration == "jira" and rest.startswith("rest/api/2/"):
+            return self.jira.handle(method, rest.removeprefix("rest/api/2/"), body)
+        return 404, {"error": f"nothing at {method} {path}"}
+
     @property
     def url(self):
         return f"http://127.0.0.1:{self.server.server_port}"
 
     def received(self):
+        """(receiver, notification) of every webhook notification so far."""
         with self.lock:
             return list(self.notifications)
+
+    def jira_issues(self):
+        """Jira's issues so far, key -> issue (a copy)."""
+        with self.lock:
+            return json.loads(json.dumps(self.jira.issues))
 
     def close(self):
         self.server.shutdown()

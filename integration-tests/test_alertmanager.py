@@ -1,6 +1,7 @@
-"""The shipped Alertmanager routes, grouping and inhibition, run by a real Alertmanager
-(every receiver a webhook of the test's own): a disk's alerts go to the tickets receiver
-as one group, and a host-level alert holds back the disks of its host, not of others."""
+"""The shipped Alertmanager routes, grouping, inhibition and receivers, run by a real
+Alertmanager whose integrations reach the test's own webhook, PagerDuty and Jira: a disk's
+alerts are one group and one Jira issue, updated while they fire and resolved with them;
+a host-level alert pages and holds back the disks of its host, not of others."""
 import json
 import urllib.request
 import uuid
@@ -28,9 +29,17 @@ def post(alertmanager, *alerts):
     urllib.request.urlopen(request, timeout=10).read()
 
 
-def disk_failing(host, disk, kind="failing_disk"):
-    return {"labels": {"alertname": "DiskFailing", "severity": "critical", "host": host, "disk": disk, "kind": kind},
-            "annotations": {"summary": f"{host}/{disk} is failing"}}
+def disk_failing(host, disk, kind="failing_disk", ends_at=None):
+    alert = {"labels": {"alertname": "DiskFailing", "severity": "critical", "host": host, "disk": disk, "kind": kind},
+             "annotations": {"summary": f"{host}/{disk} is failing", "evidence": f"{kind} on {disk}"}}
+    if ends_at:
+        alert["endsAt"] = ends_at
+    return alert
+
+
+def issues_of(alertmanager, host, disk):
+    return {key: issue for key, issue in alertmanager.receiver.jira_issues().items()
+            if f"{host}/{disk}" in issue["fields"]["summary"]}
 
 
 def notified(alertmanager, host):
@@ -63,3 +72,24 @@ def test_a_host_level_alert_inhibits_its_disks_and_only_its_own(alertmanager):
     assert not states[(other, "DiskFailing")]["inhibitedBy"], states
     assert [(r, n["commonLabels"]["alertname"]) for r, n in notified(alertmanager, sick)] == [
         ("host-pager", "HostTelemetryMissing")]
+    pages = [event for _, event in alertmanager.receiver.pages if sick in event["payload"]["summary"]]
+    assert [p["event_action"] for p in pages] == ["trigger"], pages
+    assert not issues_of(alertmanager, sick, "sdb") and issues_of(alertmanager, other, "sdb")
+
+
+def test_a_disk_is_one_jira_issue_updated_while_it_fails_and_resolved_with_it(alertmanager):
+    host = f"jira-{uuid.uuid4().hex[:6]}"
+    post(alertmanager, disk_failing(host, "sdb"))
+    (key, issue), = stack.wait_for("the Jira issue", lambda: issues_of(alertmanager, host, "sdb"), timeout_s=60).items()
+    assert issue["fields"]["project"]["key"] == "STOR" and "failing_disk on sdb" in issue["fields"]["description"]
+    assert any(label.startswith("ALERT{") for label in issue["fields"]["labels"]), issue["fields"]["labels"]
+    post(alertmanager, disk_failing(host, "sdb"), disk_failing(host, "sdb", kind="bimodal_retries"))
+    stack.wait_for("the issue updated with the new evidence", lambda: "bimodal_retries on sdb" in
+                   issues_of(alertmanager, host, "sdb")[key]["fields"]["description"], timeout_s=60)
+    resolved = "2020-01-01T00:00:00Z"
+    post(alertmanager, disk_failing(host, "sdb", ends_at=resolved),
+         disk_failing(host, "sdb", kind="bimodal_retries", ends_at=resolved))
+    stack.wait_for("the issue resolved", lambda: issues_of(alertmanager, host, "sdb")[key]["category"] == "done",
+                   timeout_s=60)
+    final = issues_of(alertmanager, host, "sdb")
+    assert list(final) == [key] and final[key]["transitions"] == ["Done"], final

@@ -18,6 +18,6 @@ def test_the_tour_shows_a_disk_retrying_then_failing_and_why(pipeline, tickets, 
                   "modes: ", "because: service time",
                   f"HEALTH of {watch.disk}: healthy -> suspect", f"HEALTH of {watch.disk}: suspect -> failing",
                   "FROM iopipe.anomalies FINAL", "DiskFailing firing since", "kind=failing_disk",
-                  "latency heatmap (linked from the ticket"):
+                  "latency heatmap (linked from the ticket", "Jira issue STOR-"):
         assert shown in printed, f"the tour did not print {shown!r}:\n{printed}"
     assert printed.index("bimodal_retries (warning)") < printed.index("failing_disk (critical)"), printed

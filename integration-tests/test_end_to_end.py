@@ -131,6 +131,8 @@ def fleet(pipeline, tickets, agent_bin):
                 fleet.runs.update({run.scenario.name: run for run in runs})
                 stack.wait_for(f"{', '.join(group)} judged in ClickHouse", lambda: fleet.judged(runs, ended),
                                timeout_s=120)
+                # A ticket is open now: a bridge killed and started again posts it as it was.
+                tickets.restart_bridge()
             # The agent goes on sampling the idle disks: their quiet windows step a failing
             # disk's health down to healthy, which resolves its ticket.
             stack.wait_for("every ticket resolved and notified so", fleet.tickets_resolved, timeout_s=300)
@@ -218,9 +220,10 @@ def until_it_recovers(states):
 
 
 def test_a_failing_disk_gets_one_ticket_updated_while_it_fails_and_resolved_when_healthy(fleet):
-    """Through the bridge and Alertmanager's shipped routes, to the tickets receiver: one
-    group and one alert for the disk throughout, its evidence and links, repeated while it
-    fails, resolved once it is healthy; nothing for any other disk."""
+    """Through the bridge (killed and restarted meanwhile) and Alertmanager's shipped
+    routes, to the tickets receiver: one group and one alert for the disk throughout, its
+    evidence and links, repeated while it fails, resolved once it is healthy; one Jira
+    issue, updated, then resolved; nothing for any other disk."""
     failing = [run.disk.name for run in fleet.runs.values() if "failing" in run.scenario.health]
     assert failing, "a scenario turns a disk failing"
     notified = fleet.notifications()
@@ -240,9 +243,16 @@ def test_a_failing_disk_gets_one_ticket_updated_while_it_fails_and_resolved_when
         assert first["annotations"]["ticket_id"] == ticket_id, first["annotations"]
         assert "failing_disk critical" in first["annotations"]["evidence"], first["annotations"]["evidence"]
         assert "iopipe.anomalies" in first["annotations"]["cookbook_sql"]
-        with urllib.request.urlopen(first["annotations"]["heatmap_url"], timeout=30) as response:
-            assert response.headers["Content-Type"] == "image/svg+xml"
-            assert b"<svg" in response.read(200)
+        for picture, drawn in (("heatmap_url", b'class="cell"'), ("histogram_url", b'class="bar"')):
+            with urllib.request.urlopen(first["annotations"][picture], timeout=30) as response:
+                assert response.headers["Content-Type"] == "image/svg+xml"
+                assert drawn in response.read(), f"{picture} draws nothing"
+        (issue,) = [i for i in fleet.tickets.receiver.jira_issues().values()
+                    if f"{fleet.host}/{disk}" in i["fields"]["summary"]]
+        assert issue["updates"] >= 1 and issue["transitions"] == ["Done"], issue
+        assert ticket_id in issue["fields"]["description"], issue["fields"]["description"]
+    issues = [i["fields"]["summary"] for i in fleet.tickets.receiver.jira_issues().values()]
+    assert len([s for s in issues if fleet.host + "/" in s]) == len(failing), issues
 
 
 def test_nothing_is_flagged_on_the_machines_own_disks(fleet):

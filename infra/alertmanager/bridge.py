@@ -13,8 +13,9 @@ its own: the health table is the durable, replicated record of every transition,
 restarted bridge posts the same alerts with the same labels and start, and Alertmanager
 (which names an alert by its labels) sees the ticket it already has, never a second one.
 
-It also serves the disk's latency heatmap, drawn from the disk dashboard's own panel SQL,
-at /heatmap.svg: the alerts link to it.
+It also draws what says more than rows, and the alerts link to both: the disk's latency
+heatmap from the disk dashboard's own panel SQL (/heatmap.svg), and the latency histogram
+of the window an anomaly was found in, from its evidence (/histogram.svg).
 """
 import argparse
 import json
@@ -32,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import config as dashboard_config
 import cookbook
 import heatmap_svg
+import histogram_svg
 from migrate import ClickHouseError, ClickHouseHttp
 
 NS = 1_000_000_000
@@ -79,7 +81,7 @@ def anomalies_by_id(clickhouse, ids):
     if not ids:
         return {}
     rows = clickhouse.json_rows(
-        "SELECT id, kind, severity, summary, start_ns, end_ns, evidence_json FROM iopipe.anomalies FINAL "
+        "SELECT id, host, disk, kind, severity, summary, start_ns, end_ns, evidence_json FROM iopipe.anomalies FINAL "
         f"WHERE id IN ({sql_in(sorted(ids))})")
     return {r["id"]: r for r in rows}
 
@@ -137,30 +139,39 @@ class Bridge:
         opened_ns, last_ns = int(ticket["opened_ns"]), int(ticket["last_ns"])
         resolved = ticket["last_action"] == "resolve"
         ends_ns = last_ns if resolved else int((now_s + CYCLES_UNTIL_STALE * self.interval_s) * NS)
-        cited = sorted((anomalies[i] for i in ticket["cited_anomaly_ids"] if i in anomalies),
-                       key=lambda a: -int(a["end_ns"]))
-        span = {"from": opened_ns // 10**6 - 3_600_000, "to": (last_ns if resolved else int(now_s * NS)) // 10**6 + 600_000}
         return {
             "labels": {"alertname": ALERT_NAME, "severity": "critical", "host": host, "disk": disk,
                        "model": identity.get("model", ""), "serial": identity.get("serial", ""),
                        "kind": opening_kind(ticket, anomalies)},
-            "annotations": {
-                "summary": f"{host}/{disk} is failing: {ticket['opened_reason']}",
-                "description": f"ticket {ticket['ticket_id']}, opened {iso(opened_ns)}; "
-                               f"last {ticket['last_action']} {iso(last_ns)}: {ticket['last_reason']}",
-                "ticket_id": ticket["ticket_id"],
-                "evidence": evidence_text(cited),
-                "dashboard_url": f"{self.grafana_url}/d/iopipe-disk?" + urllib.parse.urlencode(
-                    {"var-host": host, "var-disk": disk, **span}),
-                "heatmap_url": f"{self.public_url}/heatmap.svg?" + urllib.parse.urlencode(
-                    {"host": host, "disk": disk, "from": span["from"] // 1000, "to": span["to"] // 1000}),
-                "runbook_url": f"{dashboard_config.RUNBOOK_BASE_URL}/{ALERT_NAME}.md",
-                "cookbook_sql": without_comments(cookbook.render("anomalies_of_disk", {
-                    "host": host, "disk": disk, "hours": int(now_s - opened_ns / NS) // 3600 + 2})),
-            },
+            "annotations": self.annotations(ticket, anomalies, now_s),
             "startsAt": iso(opened_ns),
             "endsAt": iso(ends_ns),
             "generatorURL": f"{self.grafana_url}/d/iopipe-disk?" + urllib.parse.urlencode({"var-host": host, "var-disk": disk}),
+        }
+
+    def annotations(self, ticket, anomalies, now_s):
+        """What a ticket says: why, the evidence, and where to look (the links span its life)."""
+        host, disk = ticket["host"], ticket["disk"]
+        opened_ns, last_ns = int(ticket["opened_ns"]), int(ticket["last_ns"])
+        cited = sorted((anomalies[i] for i in ticket["cited_anomaly_ids"] if i in anomalies),
+                       key=lambda a: -int(a["end_ns"]))
+        until_ns = last_ns if ticket["last_action"] == "resolve" else int(now_s * NS)
+        span_ms = {"from": opened_ns // 10**6 - 3_600_000, "to": until_ns // 10**6 + 600_000}
+        return {
+            "summary": f"{host}/{disk} is failing: {ticket['opened_reason']}",
+            "description": f"ticket {ticket['ticket_id']}, opened {iso(opened_ns)}; "
+                           f"last {ticket['last_action']} {iso(last_ns)}: {ticket['last_reason']}",
+            "ticket_id": ticket["ticket_id"],
+            "evidence": evidence_text(cited),
+            "dashboard_url": f"{self.grafana_url}/d/iopipe-disk?" + urllib.parse.urlencode(
+                {"var-host": host, "var-disk": disk, **span_ms}),
+            "heatmap_url": f"{self.public_url}/heatmap.svg?" + urllib.parse.urlencode(
+                {"host": host, "disk": disk, "from": span_ms["from"] // 1000, "to": span_ms["to"] // 1000}),
+            "histogram_url": f"{self.public_url}/histogram.svg?" + urllib.parse.urlencode({"anomaly": cited[0]["id"]})
+                             if cited else "",
+            "runbook_url": f"{dashboard_config.RUNBOOK_BASE_URL}/{ALERT_NAME}.md",
+            "cookbook_sql": without_comments(cookbook.render("anomalies_of_disk", {
+                "host": host, "disk": disk, "hours": int(now_s - opened_ns / NS) // 3600 + 2})),
         }
 
     def post(self, alerts):
@@ -210,7 +221,24 @@ def serve(clickhouse, listen, counters):
                 return self.reply(200, "text/plain; version=0.0.4", counters.prometheus())
             if url.path == "/heatmap.svg":
                 return self.heatmap(urllib.parse.parse_qs(url.query))
-            return self.reply(404, "text/plain", "serves /heatmap.svg?host=&disk=&from=&to= and /metrics\n")
+            if url.path == "/histogram.svg":
+                return self.histogram(urllib.parse.parse_qs(url.query))
+            return self.reply(404, "text/plain",
+                              "serves /heatmap.svg?host=&disk=&from=&to=, /histogram.svg?anomaly= and /metrics\n")
+
+        def histogram(self, query):
+            if "anomaly" not in query:
+                return self.reply(400, "text/plain", "histogram.svg needs anomaly (an anomaly's id)\n")
+            try:
+                found = anomalies_by_id(clickhouse, {query["anomaly"][0]})
+            except ClickHouseError as e:
+                return self.reply(502, "text/plain", f"ClickHouse refused the anomaly query: {e}\n")
+            if not found:
+                return self.reply(404, "text/plain", "no such anomaly\n")
+            a = next(iter(found.values()))
+            histogram = json.loads(a["evidence_json"]).get("device_histogram_us", {})
+            self.reply(200, "image/svg+xml",
+                       histogram_svg.svg(histogram, f"{a['host']}/{a['disk']} {a['kind']} {a['severity']} at {iso(int(a['end_ns']))}"))
 
         def heatmap(self, query):
             try:

@@ -50,6 +50,7 @@ def test_a_ticket_carries_the_disk_its_evidence_and_where_to_look(amtool, tmp_pa
                              "evidence": "failing_disk critical: service time 180 ms beyond 60 ms",
                              "dashboard_url": "https://grafana/d/iopipe-disk?var-host=web-17&var-disk=sdb",
                              "heatmap_url": "http://bridge:9466/heatmap.svg?host=web-17&disk=sdb",
+                             "histogram_url": "http://bridge:9466/histogram.svg?anomaly=a1",
                              "runbook_url": "https://iopipe.example/docs/runbooks/DiskFailing.md",
                              "cookbook_sql": "SELECT kind FROM iopipe.anomalies"}}
     data = tmp_path / "data.json"
@@ -62,5 +63,6 @@ def test_a_ticket_carries_the_disk_its_evidence_and_where_to_look(amtool, tmp_pa
 
     assert render("iopipe.ticket.summary") == "DiskFailing web-17/sdb (ST4000NM0035 ZC1ABC)"
     description = render("iopipe.ticket.description")
-    for annotation in ("summary", "evidence", "dashboard_url", "heatmap_url", "runbook_url", "cookbook_sql"):
+    for annotation in ("summary", "evidence", "dashboard_url", "heatmap_url", "histogram_url", "runbook_url",
+                       "cookbook_sql"):
         assert alert["annotations"][annotation] in description, (annotation, description)
