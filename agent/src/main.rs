@@ -7,6 +7,7 @@ mod diskstats;
 mod iotrace;
 mod lines;
 mod output;
+mod privileges;
 mod recent;
 mod reconcile;
 mod record;
@@ -153,9 +154,15 @@ struct RunArgs {
     /// e.g. --label rack=r12.
     #[arg(long = "label", value_name = "KEY=VALUE")]
     labels: Vec<String>,
-    /// Serve the agent's counters in Prometheus text format at http://ADDRESS/metrics.
+    /// Serve the agent's counters in Prometheus text format at http://ADDRESS/metrics (off
+    /// unless given; 127.0.0.1:9464 keeps it on the host). The agent holds no capability
+    /// by then: a port below 1024 cannot be bound.
     #[arg(long, value_name = "ADDRESS", env = "IOPIPE_METRICS_LISTEN")]
     metrics_listen: Option<String>,
+    /// Leave the name and pid of the task that dispatched each I/O out of events (comm "",
+    /// pid 0, as for an unknown task): for hosts whose process names are not to leave them.
+    #[arg(long, conflicts_with = "no_trace")]
+    no_comm: bool,
     /// Keep where each disk's count of missing completions stands in PATH, so that a
     /// restart loses nothing silently (off when not given; e.g. /run/iopipe/agent-state.json).
     ///
@@ -269,8 +276,15 @@ fn run(args: RunArgs) -> Result<()> {
     let tracer = if args.no_trace {
         None
     } else {
-        Some(Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp, &before_tracing, &resumed)?)
+        let tracer = Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp, &before_tracing, &resumed)?;
+        Some(if args.no_comm { tracer.without_tasks() } else { tracer })
     };
+    // Before any thread starts (the metrics endpoint's, the Kafka client's): a thread keeps
+    // the capabilities it was created with.
+    privileges::drop_all()?;
+    if !args.no_trace {
+        eprintln!("iopipe-agent: programs attached; every capability dropped");
+    }
     let metrics = args.metrics_listen.as_deref().map(MetricsEndpoint::listen).transpose()?;
     if let Some(metrics) = &metrics {
         eprintln!("iopipe-agent: metrics on http://{}/metrics", metrics.address);

@@ -4,10 +4,10 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub const AGENT_SCHEMA: &str = "io.agent.v1";
 
@@ -86,27 +86,73 @@ impl MetricsEndpoint {
     }
 }
 
+/// The most a request's line and headers may take: a scrape needs a few hundred bytes.
+const MAX_REQUEST_BYTES: u64 = 8192;
+/// How long a client has to send its request, in all: a trickle of bytes cannot hold the
+/// endpoint (one scrape at a time) past it.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+
 fn answer(stream: TcpStream, latest: &Mutex<String>) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    // Skip the headers: nothing in them changes the answer.
-    let mut header = String::new();
-    while reader.read_line(&mut header)? > 2 {
-        header.clear();
-    }
-    let path = request_line.split_whitespace().nth(1).unwrap_or("");
-    let (status, content_type, body) = if request_line.starts_with("GET ") && (path == "/metrics" || path == "/") {
-        ("200 OK", "text/plain; version=0.0.4; charset=utf-8", latest.lock().unwrap_or_else(|e| e.into_inner()).clone())
-    } else {
-        ("404 Not Found", "text/plain; charset=utf-8", "only GET /metrics is served\n".to_string())
+    stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
+    let (status, content_type, body) = match read_request_line(&stream) {
+        Ok(line) if line.starts_with("GET ") && line.split_whitespace().nth(1) == Some("/metrics") => {
+            ("200 OK", "text/plain; version=0.0.4; charset=utf-8", latest.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        }
+        Ok(_) => ("404 Not Found", "text/plain; charset=utf-8", "only GET /metrics is served\n".to_string()),
+        Err(RequestError::TooLarge) => {
+            ("431 Request Header Fields Too Large", "text/plain; charset=utf-8", format!("a request of at most {MAX_REQUEST_BYTES} bytes\n"))
+        }
+        Err(RequestError::Io(e)) => return Err(e),
     };
     let mut stream = stream;
     write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())?;
     stream.write_all(body.as_bytes())?;
     stream.flush()
+}
+
+enum RequestError {
+    TooLarge,
+    Io(std::io::Error),
+}
+
+/// The request line, once the whole request head (line and headers, up to the blank
+/// line) has arrived within MAX_REQUEST_BYTES and REQUEST_DEADLINE.
+fn read_request_line(stream: &TcpStream) -> Result<String, RequestError> {
+    let until = Deadline { stream: stream.try_clone().map_err(RequestError::Io)?, at: Instant::now() + REQUEST_DEADLINE };
+    let mut reader = BufReader::new(until.take(MAX_REQUEST_BYTES));
+    let mut request_line = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(RequestError::Io)?;
+        if n == 0 || !line.ends_with('\n') {
+            // The limit cut the head short, or the client closed it before its end.
+            return if reader.get_ref().limit() == 0 { Err(RequestError::TooLarge) } else { Ok(request_line) };
+        }
+        if request_line.is_empty() {
+            request_line = line.clone();
+        } else if line == "\r\n" || line == "\n" {
+            return Ok(request_line);
+        }
+    }
+}
+
+/// A stream whose every read ends by `at`: a client trickling a byte at a time cannot
+/// stretch a request past it, as it would a timeout per read.
+struct Deadline {
+    stream: TcpStream,
+    at: Instant,
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
 }
 
 #[cfg(test)]
@@ -141,5 +187,60 @@ mod tests {
         assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
         assert!(response.ends_with("\r\n\r\na 2\n"), "{response}");
         assert!(get(&endpoint.address, "/other").starts_with("HTTP/1.1 404"));
+        assert!(get(&endpoint.address, "/").starts_with("HTTP/1.1 404"), "one path only");
+    }
+
+    /// The server's end of a connection whose client sends `request` and keeps it open.
+    fn served(request: &[u8]) -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client.write_all(request).unwrap();
+        (listener.accept().unwrap().0, client)
+    }
+
+    #[test]
+    fn a_request_head_past_the_limit_is_refused_at_the_limit() {
+        let mut oversized = b"GET /".to_vec();
+        oversized.resize(MAX_REQUEST_BYTES as usize + 100, b'x');
+        let (server, _client) = served(&oversized);
+        assert!(matches!(read_request_line(&server), Err(RequestError::TooLarge)));
+        let mut many_headers = b"GET /metrics HTTP/1.1\r\n".to_vec();
+        while many_headers.len() <= MAX_REQUEST_BYTES as usize {
+            many_headers.extend_from_slice(b"X-Padding: yes\r\n");
+        }
+        let (server, _client) = served(&many_headers);
+        assert!(matches!(read_request_line(&server), Err(RequestError::TooLarge)));
+        let (server, _client) = served(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(matches!(read_request_line(&server), Ok(line) if line == "GET /metrics HTTP/1.1\r\n"));
+    }
+
+    #[test]
+    fn the_endpoint_goes_on_serving_after_an_oversized_request() {
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0").unwrap();
+        endpoint.publish("a 1\n".into());
+        let mut stream = TcpStream::connect(&endpoint.address).unwrap();
+        // 1 MiB of request line: the endpoint stops reading at its limit, answers and closes
+        // (the rest of the write may meet a reset).
+        let _ = write!(stream, "GET /{} HTTP/1.1\r\n", "x".repeat(1 << 20));
+        drop(stream);
+        assert!(get(&endpoint.address, "/metrics").ends_with("a 1\n"));
+    }
+
+    #[test]
+    fn a_request_that_never_ends_is_dropped_at_the_deadline() {
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0").unwrap();
+        let started = std::time::Instant::now();
+        let mut trickle = TcpStream::connect(&endpoint.address).unwrap();
+        // One byte a second would keep a per-read timeout waiting for ever.
+        for _ in 0..7 {
+            if trickle.write_all(b"G").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        let mut rest = String::new();
+        let _ = trickle.read_to_string(&mut rest);
+        assert!(started.elapsed() < REQUEST_DEADLINE + Duration::from_secs(4), "{:?}", started.elapsed());
+        assert!(get(&endpoint.address, "/metrics").starts_with("HTTP/1.1 200"), "serving the next scrape");
     }
 }

@@ -43,6 +43,8 @@ pub struct Tracer {
     reconciler: Reconciler,
     /// Each disk's name in /proc/diskstats, which a restarted agent checks it by.
     diskstats_names: HashMap<DiskId, String>,
+    /// Leave the dispatching task's name and pid out of events.
+    without_tasks: bool,
     pub stats: TracerStats,
 }
 
@@ -92,8 +94,15 @@ impl Tracer {
             flush_sequences: HashMap::new(),
             reconciler,
             diskstats_names: before_tracing.disks.iter().map(|d| (disk_id(d), d.counters.name.clone())).collect(),
+            without_tasks: false,
             stats: TracerStats::default(),
         })
+    }
+
+    /// Events leave out the name and pid of the task that dispatched the I/O (--no-comm).
+    pub fn without_tasks(mut self) -> Self {
+        self.without_tasks = true;
+        self
     }
 
     /// Waits up to `timeout` for sampled events and sends them.
@@ -202,8 +211,8 @@ impl Tracer {
             queue_ns: raw.queue_ns,
             inflight: raw.inflight,
             error: status_errno(raw.status),
-            comm: kernel_comm(&raw.comm),
-            pid: raw.pid,
+            comm: if self.without_tasks { String::new() } else { kernel_comm(&raw.comm) },
+            pid: if self.without_tasks { 0 } else { raw.pid },
             sample_reason: REASONS.get(usize::from(raw.reason)).copied().unwrap_or(SampleReason::Outlier),
             sample_weight: f64::from(raw.weight.max(1)),
             timed_from: TimedFrom::Dispatch,
