@@ -103,3 +103,35 @@ def test_metrics_endpoint_serves_the_agents_counters(agent_bin):
     assert values["iopipe_agent_ios_completed_total"] >= 200, text
     assert values["iopipe_agent_events_dropped_ringbuf_total"] == 0
     assert "iopipe_agent_stdout_records_total" in values
+
+
+def resident_kib(pid):
+    status = open(f"/proc/{pid}/status").read()
+    return int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.M).group(1))
+
+
+def test_an_oversized_metrics_request_is_cut_off_and_costs_the_agent_no_memory(agent_bin):
+    """A 400 MiB request line once grew an agent by as much: it is read no further than
+    its limit, refused, and the next scrape is answered."""
+    agent = TracingAgent(agent_bin, "--metrics-listen", "127.0.0.1:0")
+    try:
+        address = metrics_address(agent)
+        host, port = re.match(r"http://([^:/]+):(\d+)/", address).groups()
+        before_kib = resident_kib(agent.process.pid)
+        sent = 0
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(b"GET /")
+            chunk = b"x" * (1 << 20)
+            try:
+                while sent < 400 << 20:
+                    conn.sendall(chunk)
+                    sent += len(chunk)
+            except OSError:
+                pass  # the agent closed the connection at its limit
+        grown_kib = resident_kib(agent.process.pid) - before_kib
+        with urllib.request.urlopen(address, timeout=10) as response:
+            assert response.status == 200
+    finally:
+        agent.stop()
+    assert sent < 64 << 20, f"the agent took {sent >> 20} MiB of one request"
+    assert grown_kib < 8 << 10, f"the agent grew by {grown_kib} KiB"
