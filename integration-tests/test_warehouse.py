@@ -5,6 +5,8 @@ the live pipeline's records landing in the tables once each."""
 import json
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import Counter
 
@@ -193,6 +195,21 @@ def test_users_can_do_only_their_part(migrated):
         reader.query("DROP TABLE iopipe.windows")
     with pytest.raises(migrate.ClickHouseError, match="password"):
         stack.ClickHouseHttp(ports.clickhouse_url, "iopipe_writer", "wrong").query("SELECT 1")
+
+
+def test_the_reader_cannot_lift_its_limits(migrated):
+    ports, users = migrated
+    reader = users.client(ports, "reader")
+    assert reader.rows("SELECT name, value FROM system.settings WHERE name IN ('max_result_rows', 'readonly') "
+                       "ORDER BY name") == [("max_result_rows", "1000000"), ("readonly", "1")]
+    for lift in ("SELECT 1 SETTINGS max_result_rows = 0", "SET max_memory_usage = 0", "SET readonly = 0"):
+        with pytest.raises(migrate.ClickHouseError, match="readonly"):
+            reader.query(lift)
+    request = urllib.request.Request(f"{ports.clickhouse_url}/?max_execution_time=100000", data=b"SELECT 1",
+                                     headers={"X-ClickHouse-User": "iopipe_reader", "X-ClickHouse-Key": users.reader})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert b"readonly" in refused.value.read()
 
 
 def test_every_cookbook_query_answers_on_the_18_16_server(migrated):
