@@ -127,9 +127,10 @@ class LocalTickets:
         self._start_bridge()
 
     def _start(self, name, command, env=None):
-        log = open(self.workdir / f"{name}.log", "a")
-        self.processes.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                                      env={**os.environ, **(env or {})})))
+        # The process writes to its own copy of the descriptor: ours closes at once.
+        with open(self.workdir / f"{name}.log", "a") as log:
+            self.processes.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                                          env={**os.environ, **(env or {})})))
 
     def bridge_metrics(self):
         """The bridge's counters, name -> value."""

@@ -65,9 +65,9 @@ class Fleet:
 
     def tickets_resolved(self):
         """Every ticket opened for a disk of the fleet resolved, in ClickHouse and at the receiver."""
-        open_tickets = [row for row in self.rows("SELECT disk, `ticket.action` FROM iopipe.health FINAL "
-                                                 "WHERE host = {host} AND `ticket.ticket_id` != '' ORDER BY ts_ns")]
-        last = dict(open_tickets)
+        # Each disk's last ticket action: the rows come in time order, so the last one wins.
+        last = dict(self.rows("SELECT disk, `ticket.action` FROM iopipe.health FINAL "
+                              "WHERE host = {host} AND `ticket.ticket_id` != '' ORDER BY ts_ns"))
         resolved_notified = {disk for disk, notes in self.notifications().items()
                              if any(n["status"] == "resolved" for _, n in notes)}
         return bool(last) and all(a == "resolve" for a in last.values()) and set(last) <= resolved_notified
