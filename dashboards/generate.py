@@ -29,8 +29,26 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "json"
 DATASOURCE = DataSourceRef(type_val=DATASOURCE_TYPE, uid=DATASOURCE_UID)
 WINDOWS = "iopipe.windows FINAL"
-SELECTED = ("$__conditionalAll(host IN (${host:singlequote}), $host) "
-            "AND $__conditionalAll(disk IN (${disk:singlequote}), $disk)")
+
+
+def in_variable(column):
+    r"""The column's value is one picked in the dashboard variable of the same name, or
+    anything while the variable is All.
+
+    Grafana's singlequote and sqlstring formats escape a quote but not a backslash, while a
+    ClickHouse literal reads backslash escapes: a value such as x\') OR 1=1 -- (a link can
+    carry any, var-host=...) would end its literal early and be read as SQL. percentencode
+    leaves only letters, digits, -_.~ and %XX, which cannot end a literal, and
+    decodeURLComponent gives the exact value back. A multi-valued variable arrives as a
+    glob, {a,b}, a single-valued one bare: braces and commas part names, so a name holding
+    one reads as several, each still compared whole. IN a subquery, so the primary key still
+    narrows the read."""
+    glob = f"decodeURLComponent('${{{column}:percentencode}}')"
+    names = f"arrayFilter(name -> name != '', splitByChar(',', replaceAll(replaceAll({glob}, '{{', ','), '}}', ',')))"
+    return f"$__conditionalAll({column} IN (SELECT arrayJoin({names})), ${column})"
+
+
+SELECTED = f"{in_variable('host')} AND {in_variable('disk')}"
 
 
 def bucket(time_column):
@@ -125,7 +143,7 @@ def variable(name, sql, multi=True):
 def host_disk_variables(board, table_name, multi=True):
     return (board.with_variable(variable("host", f"SELECT DISTINCT host FROM iopipe.{table_name} ORDER BY host", multi))
             .with_variable(variable("disk", f"SELECT DISTINCT disk FROM iopipe.{table_name} WHERE "
-                                            "$__conditionalAll(host IN (${host:singlequote}), $host) ORDER BY disk", multi)))
+                                            f"{in_variable('host')} ORDER BY disk", multi)))
 
 
 def new_board(config, tags):
@@ -274,7 +292,7 @@ def fleet_board(config=FLEET):
 
 # --- anomaly view ------------------------------------------------------------------------
 
-KIND_SELECTED = "$__conditionalAll(kind IN (${kind:singlequote}), $kind)"
+KIND_SELECTED = in_variable("kind")
 
 
 def anomalies_sql(limit):

@@ -31,8 +31,9 @@ def panel_sql():
 
 
 def heatmap_sql(host, disk, from_s, to_s, interval_s):
-    """The heatmap panel's SQL for one disk and time range, macros expanded as Grafana would."""
-    return macros.expand(panel_sql(), from_s, to_s, interval_s, {"host": [host], "disk": [disk]})
+    """The heatmap panel's SQL for one disk and time range, macros expanded as Grafana would
+    (the disk view's variables hold one value each: a string, not a list)."""
+    return macros.expand(panel_sql(), from_s, to_s, interval_s, {"host": host, "disk": disk})
 
 
 def latency_label(low_us):

@@ -157,8 +157,8 @@ class Fleet:
         }
 
 
-def insert(execute, fleet):
-    for table, rows in fleet.tables().items():
+def insert(execute, tables):
+    for table, rows in tables.items():
         execute(insert_sql(table, rows))
 
 
@@ -204,7 +204,7 @@ def p99_ms(buckets):
 
 
 def check_disk_view(run, fleet):
-    selected = {"host": [fleet.a], "disk": ["sdb"]}
+    selected = {"host": fleet.a, "disk": "sdb"}  # single-valued variables: Grafana holds a string
     sql = heatmap_svg.heatmap_sql(fleet.a, "sdb", NOW_S - HOUR_S, NOW_S, INTERVAL_S)
     assert sql == expanded(panel(DISK["uid"], "Device latency heatmap"), selected), "the picture's SQL is the panel's"
     rows = run(f"SELECT toUInt32(time) AS time_s, * FROM ({sql})")
@@ -261,6 +261,73 @@ def check_every_query_runs(run, fleet):
             run(expanded(sql, selections))
 
 
+# --- what a picked value cannot do -------------------------------------------------------
+
+# Values a link can hand a dashboard (var-host=...): a quote, backslashes (a trailing one
+# ended Grafana's singlequote literal early), classic injections, a percent sign.
+UNSAFE_VALUES = ["o'neil", "evil\\", "back\\slash", "x\\') OR 1=1 --", "' OR '1'='1", "%41", "a b;--"]
+# Disks named by them have rows two hours back: outside the fleet view's hour, so its
+# counts never see them, and inside the range read here, beside the fleet's own rows.
+NAMED_AT_S = NOW_S - 2 * HOUR_S
+NAMED_RANGE_S = 3 * HOUR_S
+TWIN_DISK = "sdq"
+
+
+def one_disk(host, disk):
+    """One disk's rows in every table a picked value filters."""
+    return {"windows": [window(host, disk, NAMED_AT_S, 40.0, 2.0, 3.5, 700)],
+            "histograms": [histogram(host, disk, NAMED_AT_S, {7: 30, 15: 2}),
+                           histogram(host, disk, NAMED_AT_S, {3: 30}, latency="queue")],
+            "events": [event(host, disk, NAMED_AT_S + 1, 70.0)],
+            "anomalies": [anomaly(host, disk, "saturation", "warning", NAMED_AT_S)],
+            "disk_inventory": [inventory(host, disk, NAMED_AT_S)]}
+
+
+def held(uid, values):
+    """`values` as Grafana holds them on the board: a list for a multi-valued variable."""
+    variables = board(uid).get("templating", {}).get("list", [])
+    return {v["name"]: [values[v["name"]]] if v["multi"] else values[v["name"]] for v in variables if v["name"] in values}
+
+
+def queries_reading(variable):
+    """(board uid, SQL) of every query of every board that interpolates the variable."""
+    return [(uid, sql) for uid in generate.BOARDS for _, sql in macros.all_queries(board(uid)) if f"${{{variable}:" in sql]
+
+
+def renamed(rows, names):
+    """The rows with each name in every text written as `names` maps it."""
+    def rename(value):
+        if isinstance(value, str):
+            for name, other in names.items():
+                value = value.replace(name, other)
+        return value
+    return [{k: rename(v) for k, v in r.items()} for r in rows]
+
+
+def check_picked_values_stay_literal(run, execute, suffix):
+    """Every query reading a variable answers for a host and disk named by an unsafe value
+    exactly as for a plain-named twin with the same rows, and finds nothing for an unsafe
+    value naming nothing: never the fleet's rows, never a syntax error."""
+    twin = f"dash-twin-{suffix}"
+    named = {f"dash-{suffix}-{value}": value for value in UNSAFE_VALUES}  # host: its one disk
+    for host, disk in [(twin, TWIN_DISK), *named.items()]:
+        insert(execute, one_disk(host, disk))
+
+    for uid, sql in queries_reading("host"):
+        def answer(host, disk):
+            return run(expanded(sql, held(uid, {"host": host, "disk": disk, "kind": "saturation"}), NAMED_RANGE_S))
+        expected = answer(twin, TWIN_DISK)
+        assert expected, sql
+        for host, disk in named.items():
+            assert renamed(answer(host, disk), {host: twin, disk: TWIN_DISK}) == expected, (host, sql)
+
+    for variable in ("host", "disk", "kind"):
+        for uid, sql in queries_reading(variable):
+            for value in UNSAFE_VALUES:
+                nobody = held(uid, {variable: f"nobody-{suffix}-{value}"})
+                assert run(expanded(sql, nobody, NAMED_RANGE_S)) == [], (variable, value, sql)
+
+
 # --- what the rules must answer ---------------------------------------------------------
 
 def firing(run, fleet):
@@ -296,7 +363,7 @@ def check_rules(run, fleet):
 
 def check_all(run, execute, suffix):
     fleet = Fleet.named(suffix)
-    insert(execute, fleet)
+    insert(execute, fleet.tables())
     check_disk_view(run, fleet)
     check_fleet_view(run, fleet)
     check_anomaly_view(run, fleet)

@@ -68,5 +68,6 @@ def test_the_sql_is_the_disk_panels_for_one_disk():
     assert heatmap_svg.panel_sql() == next(t["rawSql"] for p in generated["panels"] if p["type"] == "heatmap"
                                            for t in p["targets"])
     sql = heatmap_svg.heatmap_sql("web-17", "sdb", 1000, 4600, 30)
-    assert sql == macros.expand(heatmap_svg.panel_sql(), 1000, 4600, 30, {"host": ["web-17"], "disk": ["sdb"]})
-    assert "host IN ('web-17') AND disk IN ('sdb')" in sql and "toDateTime(1000)" in sql and ", 30) * 30)" in sql
+    assert sql == macros.expand(heatmap_svg.panel_sql(), 1000, 4600, 30, {"host": "web-17", "disk": "sdb"})
+    assert "decodeURLComponent('web-17')" in sql and "decodeURLComponent('sdb')" in sql
+    assert "toDateTime(1000)" in sql and ", 30) * 30)" in sql

@@ -1,8 +1,9 @@
 """Every dashboard panel's, annotation's, variable's and alert rule's SQL on the modern
 engine (chdb), over known rows, with exact answers: the heatmap's buckets, the fleet's
 health counts and p99, the open tickets, and which rules fire (and which must not: %util
-100 at queue depth 1 on a healthy disk, a flush burst on an idle disk). The same checks
-run on the 18.16 server in integration-tests/test_dashboards.py."""
+100 at queue depth 1 on a healthy disk, a flush burst on an idle disk), and hosts and disks
+named with quotes, backslashes and injections read literally. The same checks run on the
+18.16 server in integration-tests/test_dashboards.py."""
 import sys
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from chdb_runner import MigratedChdb  # noqa: E402
 def warehouse(tmp_path_factory):
     engine = MigratedChdb(tmp_path_factory.mktemp("chdb"))
     fleet = known_rows.Fleet.named("chdb")
-    known_rows.insert(engine.execute, fleet)
+    known_rows.insert(engine.execute, fleet.tables())
     yield engine, fleet
     engine.close()
 
@@ -37,6 +38,10 @@ def test_anomaly_view_filters_and_reads_the_evidence(warehouse):
 
 def test_every_query_runs(warehouse):
     known_rows.check_every_query_runs(warehouse[0].rows, warehouse[1])
+
+
+def test_no_picked_value_breaks_out_of_its_literal(warehouse):
+    known_rows.check_picked_values_stay_literal(warehouse[0].rows, warehouse[0].execute, "chdb")
 
 
 def test_rules_fire_on_their_cases_and_not_on_busy_or_bursty_healthy_disks(warehouse):
