@@ -5,9 +5,8 @@ started through testcontainers on free ports with host networking, so a test sta
 never collides with a running demo.
 """
 import os
-import shutil
+import subprocess
 import sys
-import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ class RunningPipeline:
     users: stack.ClickHouseUsers
     clickhouse: stack.ClickHouseHttp  # the writer: fixtures insert rows
     reader: stack.ClickHouseHttp  # what Grafana and analysts use
+    containers: dict  # service -> container name
 
 
 @pytest.fixture(scope="session")
@@ -57,12 +57,13 @@ FLINK_STATE = "/var/lib/iopipe/flink"  # where start-flink.sh keeps checkpoints 
 @contextmanager
 def services(names):
     """The named services on free ports, ready, with fresh ClickHouse users, and the name of
-    each one's container; stopped after. The Flink processes share a directory for
-    checkpoints, as the stack's volume."""
+    each one's container; stopped after. The Flink processes share a volume for
+    checkpoints, as the stack's: a Docker volume, which takes its owner (the image's
+    unprivileged flink user) from the image's directory."""
     ports = stack.Ports.free()
     users = stack.ClickHouseUsers.generate()
     suffix = uuid.uuid4().hex[:8]
-    flink_state = tempfile.mkdtemp(prefix="iopipe-test-flink-state-")
+    flink_state = f"iopipe-test-flink-state-{suffix}"
     started = {}
     try:
         for service in names:
@@ -82,7 +83,7 @@ def services(names):
     finally:
         for container in started.values():
             container.stop()
-        shutil.rmtree(flink_state, ignore_errors=True)
+        subprocess.run(["docker", "volume", "rm", "-f", flink_state], capture_output=True)
 
 
 # A disk steps its health down after a minute of quiet rather than five, so a failing
@@ -92,10 +93,11 @@ HEALTH_RECOVERY = "PT1M"
 
 @pytest.fixture(scope="session")
 def pipeline():
-    with services(SERVICES) as (ports, users, _):
+    with services(SERVICES) as (ports, users, containers):
         stack.migrate_clickhouse(ports, users)
         job_id = stack.submit_live_job(ports, job_args=("--health-recovery", HEALTH_RECOVERY))
-        yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"))
+        yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"),
+                              containers)
 
 
 @pytest.fixture(scope="session")

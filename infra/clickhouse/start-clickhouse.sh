@@ -18,7 +18,8 @@ for role in ADMIN WRITER READER; do
   fi
 done
 sha256() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
-mkdir -p /etc/clickhouse-server/config.d /etc/clickhouse-server/users.d /var/lib/clickhouse /var/log/clickhouse-server
+[ -w /var/lib/clickhouse ] || { echo "start-clickhouse: /var/lib/clickhouse is not writable by $(id -un): a volume an older image made as root; run make down (or docker volume rm) to remove it" >&2; exit 2; }
+umask 077  # the files written here hold passwords or their hashes
 sed -e "s/@ADMIN_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_ADMIN_PASSWORD")/" \
     -e "s/@WRITER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_WRITER_PASSWORD")/" \
     -e "s/@READER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_READER_PASSWORD")/" \
@@ -55,6 +56,4 @@ cat > /etc/clickhouse-server/config.d/iopipe.xml <<XML
 $(replica_config)
 </yandex>
 XML
-chgrp clickhouse /etc/clickhouse-server/config.d/iopipe.xml && chmod 640 /etc/clickhouse-server/config.d/iopipe.xml  # a password
-chown -R clickhouse:clickhouse /var/lib/clickhouse /var/log/clickhouse-server
-exec su -s /bin/bash clickhouse -c "exec /usr/sbin/clickhouse-server --config-file=/etc/clickhouse-server/config.xml"
+exec /usr/sbin/clickhouse-server --config-file=/etc/clickhouse-server/config.xml

@@ -28,7 +28,8 @@ else
 fi
 
 mkdir -p "$DATA"
-cat > /opt/kafka/server.properties <<PROPS
+[ -w "$DATA" ] || { echo "start-kafka: $DATA is not writable by $(id -un): a volume an older image made as root; run make down (or docker volume rm) to remove it" >&2; exit 2; }
+cat > /etc/kafka/server.properties <<PROPS
 process.roles=broker,controller
 node.id=${NODE_ID}
 ${QUORUM}
@@ -52,10 +53,10 @@ PROPS
 if [ ! -f "$DATA/meta.properties" ]; then
   if [ -n "${KAFKA_CONTROLLER_VOTERS:-}" ]; then
     "${TOOL_JAVA[@]}" kafka.tools.StorageTool format -t "${KAFKA_CLUSTER_ID:?the nodes of a cluster share KAFKA_CLUSTER_ID}" \
-      -c /opt/kafka/server.properties
+      -c /etc/kafka/server.properties
   else
     "${TOOL_JAVA[@]}" kafka.tools.StorageTool format --standalone \
-      -t "$("${TOOL_JAVA[@]}" kafka.tools.StorageTool random-uuid)" -c /opt/kafka/server.properties
+      -t "$("${TOOL_JAVA[@]}" kafka.tools.StorageTool random-uuid)" -c /etc/kafka/server.properties
   fi
 fi
 
@@ -104,4 +105,4 @@ topics_ready() {
   note "topics ready"
 }
 topics_ready &
-exec "${JAVA[@]}" kafka.Kafka /opt/kafka/server.properties
+exec "${JAVA[@]}" kafka.Kafka /etc/kafka/server.properties

@@ -7,7 +7,8 @@ set -euo pipefail
 PORT=${ZOOKEEPER_PORT:-2181}
 DATA=/var/lib/zookeeper
 mkdir -p "$DATA"
-cat > /opt/zookeeper/zoo.cfg <<CFG
+[ -w "$DATA" ] || { echo "start-zookeeper: $DATA is not writable by $(id -un): a volume an older image made as root; run make down (or docker volume rm) to remove it" >&2; exit 2; }
+cat > /etc/zookeeper/zoo.cfg <<CFG
 dataDir=${DATA}
 clientPortAddress=127.0.0.1
 clientPort=${PORT}
@@ -20,4 +21,4 @@ autopurge.snapRetainCount=3
 autopurge.purgeInterval=1
 CFG
 exec java -Xms128m -Xmx256m -Dlogback.configurationFile=/opt/zookeeper/logback.xml -cp "/opt/zookeeper/libs/*" \
-  org.apache.zookeeper.server.quorum.QuorumPeerMain /opt/zookeeper/zoo.cfg
+  org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/zookeeper/zoo.cfg
