@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import secrets
 import shutil
 import socket
@@ -51,6 +52,7 @@ _TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
 RECORD_TOPICS = _TOPICS_JSON["topics"]
 TOPICS = RECORD_TOPICS + _TOPICS_JSON["accepted"]
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
+FLINK_IMAGE = "iopipe/flink:dev"
 FLINK_VERSION = "2.3.0"
 FLINK_WHEELS = {  # pip requirement -> what it brings
     f"apache-flink-libraries=={FLINK_VERSION}": "lib/ (flink-dist and friends)",
@@ -415,29 +417,27 @@ def wait_until_ready(ports, containers):
 # ---------------------------------------------------------------- job and schema
 
 def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None, job_args=()):
-    """Uploads the job jar through Flink's REST API and runs the live job, from the
-    checkpoint or savepoint at `restore_from` if given, reading as consumer group
-    `group_id` if given (else the job's own), with the further options `job_args`
-    (LiveJob.java); returns its id."""
+    """Runs the live job through Flink's CLI, from the checkpoint or savepoint at
+    `restore_from` if given, reading as consumer group `group_id` if given (else the job's
+    own), with the further options `job_args` (LiveJob.java); returns its id. The CLI runs
+    in a throwaway container of the Flink image: the cluster's REST API takes no jar
+    uploads (web.submit.enable is off), only the job graph the CLI builds."""
     if not jar.exists():
         sys.exit(f"{jar} is missing: run `make jobs` first")
-    boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"jarfile\"; filename=\"{jar.name}\"\r\n"
-            "Content-Type: application/x-java-archive\r\n\r\n").encode() + jar.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
-    request = urllib.request.Request(f"{ports.flink_url}/jars/upload", data=body, method="POST")
-    request.add_header("Content-Type", f"multipart/form-data; boundary={boundary}")
-    with urllib.request.urlopen(request, timeout=120) as response:
-        jar_id = json.loads(response.read())["filename"].rsplit("/", 1)[-1]
-    # A job run through the REST API gets parallelism 1 unless the request names one, whatever
-    # the cluster's parallelism.default: name the cluster's.
-    run_request = {"entryClass": LIVE_JOB_CLASS,
-                   "programArgsList": ["--brokers", ports.brokers, *(["--group-id", group_id] if group_id else []),
-                                       *job_args],
-                   "parallelism": int(flink_config(ports)["parallelism.default"])}
-    if restore_from:
-        # Every operator's state must find its operator again: none may be left unclaimed.
-        run_request.update(savepointPath=restore_from, allowNonRestoredState=False)
-    job_id = http_json(f"{ports.flink_url}/jars/{jar_id}/run", run_request, method="POST", timeout=120)["jobid"]
+    # Every operator's state must find its operator again: the CLI leaves none unclaimed
+    # unless told (--allowNonRestoredState).
+    restore = ["--fromSavepoint", restore_from] if restore_from else []
+    program_args = ["--brokers", ports.brokers, *(["--group-id", group_id] if group_id else []), *job_args]
+    submitted = subprocess.run(
+        ["docker", "run", "--rm", "--network", "host", "-v", f"{jar.resolve()}:/tmp/job.jar:ro",
+         "--entrypoint", "/opt/flink/bin/flink", FLINK_IMAGE,
+         "run", "--detached", "--target", "remote", "-Drest.address=127.0.0.1", f"-Drest.port={ports.flink_rest}",
+         "--parallelism", flink_config(ports)["parallelism.default"], "--class", LIVE_JOB_CLASS, *restore,
+         "/tmp/job.jar", *program_args], capture_output=True, text=True, timeout=300)
+    found = re.search(r"submitted with JobID ([0-9a-f]{32})", submitted.stdout)
+    if submitted.returncode != 0 or not found:
+        sys.exit(f"submitting the live job failed:\n{submitted.stdout[-3000:]}{submitted.stderr[-3000:]}")
+    job_id = found.group(1)
     wait_for("live job running", lambda: _job_running(ports, job_id))
     return job_id
 

@@ -16,6 +16,9 @@
 set -euo pipefail
 ROLE=${1:?usage: start-flink.sh jobmanager|taskmanager}
 STATE_DIR=${FLINK_STATE_DIR:-file:///var/lib/iopipe/flink}
+if [[ $STATE_DIR == file://* ]] && [ ! -w "${STATE_DIR#file://}" ]; then
+  echo "start-flink: ${STATE_DIR#file://} is not writable by $(id -un): a volume an older image made as root; run make down (or docker volume rm) to remove it" >&2; exit 2
+fi
 
 high_availability() {
   [ -n "${FLINK_HA_ZOOKEEPER:-}" ] || return 0
@@ -81,9 +84,12 @@ restart-strategy:
 blob:
   server:
     port: "0"
+# No jar uploads through the REST API: jobs arrive as job graphs from the CLI (stack.py).
+# The REST API still accepts those (POST /jobs) and cancels jobs, so it listens on
+# 127.0.0.1 only; elsewhere put it behind TLS client authentication (security.ssl.rest.*).
 web:
   submit:
-    enable: true
+    enable: false
 $(high_availability)
 env:
   java:
