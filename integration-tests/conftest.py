@@ -55,8 +55,9 @@ FLINK_STATE = "/var/lib/iopipe/flink"  # where start-flink.sh keeps checkpoints 
 
 
 @contextmanager
-def services(names):
-    """The named services on free ports, ready, with fresh ClickHouse users, and the name of
+def services(names, env=None):
+    """The named services on free ports, ready, with fresh ClickHouse users (and the further
+    environment `env`), and the name of
     each one's container; stopped after. The Flink processes share a volume for
     checkpoints, as the stack's: a Docker volume, which takes its owner (the image's
     unprivileged flink user) from the image's directory."""
@@ -69,7 +70,7 @@ def services(names):
         for service in names:
             image, command = SERVICES[service]
             container = DockerContainer(image).with_name(f"iopipe-test-{service}-{suffix}").with_kwargs(network_mode="host")
-            for key, value in {**ports.env(), **users.env()}.items():
+            for key, value in {**ports.env(), **users.env(), **(env or {})}.items():
                 container.with_env(key, value)
             if command:
                 container.with_command(command)

@@ -1,11 +1,16 @@
-"""The stack's own boundaries: who may start code in Flink, and as whom every service runs."""
+"""The stack's own boundaries: who may start code in Flink, as whom every service runs,
+where ClickHouse's users may come from and what passwords it takes."""
 import json
 import subprocess
 import urllib.error
 import urllib.request
 import uuid
+from dataclasses import replace
 
+import pytest
 import stack
+from conftest import services
+from migrate import ClickHouseError  # noqa: I100 - found through stack's path
 
 EMPTY_JAR = b"PK\x05\x06" + bytes(18)  # a zip's end-of-directory record alone
 
@@ -55,3 +60,37 @@ def test_no_service_runs_as_root_or_privileged(pipeline):
                                                 capture_output=True, text=True, check=True).stdout)
         assert not host_config["Privileged"], f"{service} is privileged"
         assert not host_config["CapAdd"], f"{service} was given capabilities {host_config['CapAdd']}"
+
+
+def test_clickhouse_users_come_only_from_their_networks():
+    """The reader accepted from a network that is not this machine's, the writer from one
+    that is: from here the writer gets in, the reader is refused. (18.16 applied an IPv4
+    network's prefix to the IPv6 form of the address, which let every IPv4 client in.)"""
+    networks = {"IOPIPE_CLICKHOUSE_READER_NETWORKS": "192.0.2.0/24", "IOPIPE_CLICKHOUSE_WRITER_NETWORKS": "127.0.0.0/8"}
+    with services(("clickhouse",), env=networks) as (ports, users, _):
+        assert users.client(ports, "writer").rows("SELECT 1") == [("1",)]
+        with pytest.raises(ClickHouseError, match="not allowed|Authentication failed|password"):
+            users.client(ports, "reader").query("SELECT 1")
+
+
+def test_clickhouse_takes_only_random_passwords():
+    """An unsalted SHA-256 of a word is found in a dictionary: the server refuses to start."""
+    ports = stack.Ports.free()
+    weak = replace(stack.ClickHouseUsers.generate(), reader="grafana")
+    container = f"iopipe-test-weak-clickhouse-{uuid.uuid4().hex[:8]}"
+    environment = [arg for key, value in {**ports.env(), **weak.env()}.items() for arg in ("-e", f"{key}={value}")]
+    subprocess.run(["docker", "run", "-d", "--name", container, "--network", "host", *environment,
+                    "iopipe/clickhouse:dev"], capture_output=True, check=True)
+    try:
+        stack.wait_for("ClickHouse refusing to start", lambda: _exit_code(container) is not None, timeout_s=60)
+        assert _exit_code(container) == 2
+        logs = subprocess.run(["docker", "logs", container], capture_output=True, text=True).stderr
+        assert "IOPIPE_CLICKHOUSE_READER_PASSWORD is shorter than 32 characters" in logs, logs
+    finally:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True)
+
+
+def _exit_code(container):
+    state = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .State}}", container],
+                                      capture_output=True, text=True, check=True).stdout)
+    return None if state["Running"] else state["ExitCode"]

@@ -182,12 +182,17 @@ def test_retention_drops_only_the_partitions_past_it_on_the_18_16_server(migrate
 def test_users_can_do_only_their_part(migrated):
     ports, users = migrated
     reader, writer = users.client(ports, "reader"), users.client(ports, "writer")
-    default = stack.ClickHouseHttp(ports.clickhouse_url)
     insert = "INSERT INTO iopipe.windows (host, disk) VALUES ('roles', 'sda')"
-    for client in (reader, default):
-        assert client.rows("SELECT count() FROM iopipe.windows")  # reading is what they are for
-        with pytest.raises(migrate.ClickHouseError, match="readonly"):
-            client.query(insert)
+    assert reader.rows("SELECT count() FROM iopipe.windows")  # reading is what it is for
+    with pytest.raises(migrate.ClickHouseError, match="readonly"):
+        reader.query(insert)
+    # The passwordless user sees the server's own tables and nothing of iopipe's.
+    default = stack.ClickHouseHttp(ports.clickhouse_url)
+    assert default.rows("SELECT count() FROM system.tables WHERE database = 'system'")
+    with pytest.raises(migrate.ClickHouseError, match="Access denied to database iopipe"):
+        default.query("SELECT count() FROM iopipe.windows")
+    with pytest.raises(migrate.ClickHouseError, match="readonly"):
+        default.query(insert)
     writer.query(insert)
     with pytest.raises(migrate.ClickHouseError, match="DDL"):
         writer.query("DROP TABLE iopipe.windows")

@@ -4,25 +4,47 @@
 # produced before the tables existed are ingested, not skipped. A consumer commits its
 # offsets after each block is written to the tables (at least once): a server killed in
 # between re-reads that block, and the tables' deterministic keys absorb the repeat.
-# Users and the ingestion profile: users.xml.
+# Users and the ingestion profile: users.xml; the networks each user is accepted from:
+# IOPIPE_CLICKHOUSE_WRITER_NETWORKS and IOPIPE_CLICKHOUSE_READER_NETWORKS (CIDRs).
 # As a replica (CLICKHOUSE_REPLICA set, the cluster's compose file): Replicated* tables are
 # coordinated by the ZooKeeper on 127.0.0.1:$ZOOKEEPER_PORT, and the cluster `iopipe`, one
 # shard of the replicas whose native ports CLICKHOUSE_CLUSTER_TCP_PORTS lists, is what
 # the Distributed tables read (as iopipe_reader: 18.16 has no cluster secret).
 set -euo pipefail
+fail() { echo "start-clickhouse: $*" >&2; exit 2; }
+# The users file keeps each password as its SHA-256, unsalted (all 18.16 offers): safe for
+# a random secret, not for a word a dictionary holds. So only random secrets are taken.
 for role in ADMIN WRITER READER; do
   var="IOPIPE_CLICKHOUSE_${role}_PASSWORD"
-  if [ -z "${!var:-}" ]; then
-    echo "start-clickhouse: $var is not set; start the stack with infra/stack.py, which generates the passwords" >&2
-    exit 2
-  fi
+  [ -n "${!var:-}" ] || fail "$var is not set; start the stack with infra/stack.py, which generates the passwords"
+  password=${!var}
+  [ "${#password}" -ge 32 ] || fail "$var is shorter than 32 characters: use a random secret (openssl rand -hex 16)"
 done
 sha256() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
-[ -w /var/lib/clickhouse ] || { echo "start-clickhouse: /var/lib/clickhouse is not writable by $(id -un): a volume an older image made as root; run make down (or docker volume rm) to remove it" >&2; exit 2; }
+# <ip> elements of the networks (CIDRs or addresses) a user is accepted from; this machine
+# only by default. 18.16 compares a client's IPv4 address in its IPv6 form (::ffff:a.b.c.d)
+# but applies an IPv4 network's prefix length to it unchanged, so 10.0.0.0/8 would admit
+# every IPv4 client: an IPv4 network is written in the IPv6 form, its prefix 96 bits longer.
+networks_xml() {
+  local network xml=""
+  for network in ${1:-127.0.0.1 ::1}; do
+    if [[ $network =~ ^([0-9]{1,3}(\.[0-9]{1,3}){3})/([0-9]{1,2})$ ]] && (( BASH_REMATCH[3] <= 32 )); then
+      network="::ffff:${BASH_REMATCH[1]}/$(( BASH_REMATCH[3] + 96 ))"
+    elif ! [[ $network =~ ^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$ ]] || [[ $network =~ ^[0-9.]+/ ]]; then
+      fail "$network is not an address or CIDR network"
+    fi
+    xml+="<ip>${network}</ip>"
+  done
+  printf '%s' "$xml"
+}
+[ -w /var/lib/clickhouse ] || fail "/var/lib/clickhouse is not writable by $(id -un): a volume an older image made as root; run make down (or docker volume rm) to remove it"
+writer_networks=$(networks_xml "${IOPIPE_CLICKHOUSE_WRITER_NETWORKS:-}")
+reader_networks=$(networks_xml "${IOPIPE_CLICKHOUSE_READER_NETWORKS:-}")
 umask 077  # the files written here hold passwords or their hashes
 sed -e "s/@ADMIN_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_ADMIN_PASSWORD")/" \
     -e "s/@WRITER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_WRITER_PASSWORD")/" \
     -e "s/@READER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_READER_PASSWORD")/" \
+    -e "s#@WRITER_NETWORKS@#${writer_networks}#" -e "s#@READER_NETWORKS@#${reader_networks}#" \
     /usr/local/share/iopipe/users.xml > /etc/clickhouse-server/users.d/iopipe.xml
 replica_config() {
   [ -n "${CLICKHOUSE_REPLICA:-}" ] || return 0
