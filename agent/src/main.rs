@@ -5,6 +5,7 @@
 mod convert;
 mod diskstats;
 mod iotrace;
+mod kafka_config;
 mod lines;
 mod output;
 mod privileges;
@@ -31,6 +32,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use output::{KafkaSink, Sink, StdoutSink, UnixSink};
 use iotrace::SamplingConfig;
+use kafka_config::KafkaConfig;
 use record::EVENT_SCHEMA;
 use restart::{PositionKeeper, Resumed, StateFile};
 use run::Run;
@@ -67,13 +69,35 @@ struct OutputArgs {
     /// Unix stream socket to write NDJSON to, with --output unix (Vector's socket source).
     #[arg(long, env = "IOPIPE_SOCKET")]
     socket: Option<PathBuf>,
+    /// librdkafka properties for the producer, with --output kafka: a file of key=value
+    /// lines, such as the TLS and SASL settings (e.g. /etc/iopipe/kafka/agent.properties).
+    ///
+    /// Blank lines and lines starting with # are ignored, spaces around key and value
+    /// trimmed; a value runs to the end of its line; a key may be set once. The settings
+    /// add to the agent's own, which the file cannot change: bootstrap.servers is --brokers,
+    /// and the agent's delivery accounting rests on the others (enable.idempotence, acks,
+    /// retries, max.in.flight, message.timeout.ms, partitioner, linger.ms and the like;
+    /// each refused by name). A malformed line or a property librdkafka does not take stops
+    /// the agent at start, naming the file, line and key; no value of the file is ever
+    /// printed. A file holding a secret (sasl.password, ssl.key.password, ssl.key.pem)
+    /// that its group or others can read is said on stderr: chmod 600 it.
+    #[arg(long, value_name = "PATH", env = "IOPIPE_KAFKA_CONFIG")]
+    kafka_config: Option<PathBuf>,
 }
 
 impl OutputArgs {
-    fn sink(&self) -> Result<Box<dyn Sink>> {
+    /// The settings of --kafka-config, with --output kafka.
+    fn kafka_config(&self) -> Result<Option<KafkaConfig>> {
+        match (self.output, &self.kafka_config) {
+            (Output::Kafka, Some(path)) => KafkaConfig::load(path).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    fn sink(&self, kafka_config: Option<&KafkaConfig>) -> Result<Box<dyn Sink>> {
         Ok(match self.output {
             Output::Stdout => Box::new(StdoutSink::new()),
-            Output::Kafka => Box::new(KafkaSink::connect(&self.brokers)?),
+            Output::Kafka => Box::new(KafkaSink::connect(&self.brokers, kafka_config)?),
             Output::Unix => match &self.socket {
                 Some(path) => Box::new(UnixSink::new(path.clone())),
                 None => bail!("--output unix needs --socket PATH (where Vector's socket source listens)"),
@@ -260,6 +284,8 @@ fn run(args: RunArgs) -> Result<()> {
         None => kernel_hostname(&args.proc_root)?,
     };
     let labels = parse_labels(&args.labels)?;
+    // Before the programs attach: a bad file stops the agent before it changes anything.
+    let kafka_config = args.out.kafka_config()?;
     let sampler = Sampler {
         proc_root: args.proc_root.clone(),
         sys_root: args.sys_root.clone(),
@@ -294,7 +320,7 @@ fn run(args: RunArgs) -> Result<()> {
         labels,
         sampler,
         tracer,
-        sink: args.out.sink()?,
+        sink: args.out.sink(kafka_config.as_ref())?,
         metrics,
         positions: state_file.map(PositionKeeper::new),
         interval: Duration::from_millis(args.interval_ms),
@@ -459,7 +485,7 @@ fn send_converted(
     records: impl Iterator<Item = (&'static str, String, serde_json::Result<String>)>,
     report: impl FnOnce(&str),
 ) -> Result<()> {
-    let mut sink = out.sink()?;
+    let mut sink = out.sink(out.kafka_config()?.as_ref())?;
     let mut topic_of: BTreeMap<&str, String> = BTreeMap::new();
     for (schema, key, json) in records {
         let topic = topic_of.entry(schema).or_insert_with(|| topics::topic_for(schema));

@@ -1,5 +1,6 @@
 //! Where records go: NDJSON on stdout or a unix socket (for Vector), or straight to Kafka.
 
+use crate::kafka_config::KafkaConfig;
 use anyhow::{Context, Result};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -166,18 +167,35 @@ const CLOSE_PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// How long a record is retried before it counts as failed.
 const DELIVERY_TIMEOUT_MS: &str = "300000";
 
+/// The producer's settings besides the brokers, which a --kafka-config file cannot change
+/// (kafka_config.rs).
+pub const PRODUCER_SETTINGS: [(&str, &str); 6] = [
+    ("client.id", "iopipe-agent"),
+    ("enable.idempotence", "true"),
+    ("compression.type", "lz4"),
+    ("linger.ms", "100"),
+    ("queue.buffering.max.kbytes", MAX_BUFFERED_KIB),
+    ("message.timeout.ms", DELIVERY_TIMEOUT_MS),
+];
+
 impl KafkaSink {
-    pub fn connect(brokers: &str) -> Result<Self> {
+    /// A producer for `brokers`, with the settings of `file` added to the agent's own.
+    pub fn connect(brokers: &str, file: Option<&KafkaConfig>) -> Result<Self> {
         let stats = Arc::new(DeliveryStats::default());
-        let producer: ThreadedProducer<DeliveryCounter> = ClientConfig::new()
-            .set("bootstrap.servers", brokers)
-            .set("client.id", "iopipe-agent")
-            .set("enable.idempotence", "true")
-            .set("compression.type", "lz4")
-            .set("linger.ms", "100")
-            .set("queue.buffering.max.kbytes", MAX_BUFFERED_KIB)
-            .set("message.timeout.ms", DELIVERY_TIMEOUT_MS)
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", brokers);
+        for (key, value) in PRODUCER_SETTINGS {
+            config.set(key, value);
+        }
+        if let Some(file) = file {
+            file.apply(&mut config);
+        }
+        let producer: ThreadedProducer<DeliveryCounter> = config
             .create_with_context(DeliveryCounter(stats.clone()))
+            .map_err(|err| match file {
+                Some(file) => file.refused(err),
+                None => err.into(),
+            })
             .with_context(|| format!("creating a Kafka producer for {brokers}"))?;
         Ok(KafkaSink { producer, stats, handed: 0 })
     }
@@ -403,7 +421,7 @@ mod tests {
     #[test]
     fn records_in_the_producers_memory_are_not_settled() {
         // Nothing listens there: every record waits in the producer for a broker.
-        let mut sink = KafkaSink::connect("127.0.0.1:9").unwrap();
+        let mut sink = KafkaSink::connect("127.0.0.1:9", None).unwrap();
         for n in 0..3 {
             sink.send("io.hist.v1", "h/sdb", &format!("{{\"n\":{n}}}")).unwrap();
         }
