@@ -1,5 +1,6 @@
 package io.iopipe.jobs;
 
+import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.io.KafkaIo;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.records.DiskstatsSample;
@@ -17,6 +18,10 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 /**
  * The live job: agent topics in Kafka → the pipeline → output topics.
  * Options: --brokers host:port (default 127.0.0.1:9092), --group-id (default iopipe-stream-jobs),
+ * --kafka-config PATH (default none: plaintext): a Java Kafka client properties file of how
+ * to connect ({@link KafkaClientConfig}: security.protocol, sasl.*, ssl.*), read where the job
+ * is submitted; its settings travel in the job graph, so the files they name
+ * (ssl.truststore.location) must be at those paths in the cluster's containers;
  * --disk-idleness (ISO-8601, default {@link Pipeline.Config#diskIdleness}): how long a disk
  * is silent before its open windows close; --health-recovery (ISO-8601, default
  * {@link Pipeline.Config#healthRecovery}): how long a disk is quiet before its health steps
@@ -35,7 +40,8 @@ public final class LiveJob {
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        build(env, args.get("brokers", "127.0.0.1:9092"), args.get("group-id", "iopipe-stream-jobs"), config(args));
+        build(env, args.get("brokers", "127.0.0.1:9092"), KafkaClientConfig.of(args),
+                args.get("group-id", "iopipe-stream-jobs"), config(args));
         env.execute("iopipe live");
     }
 
@@ -62,13 +68,14 @@ public final class LiveJob {
         throw new IllegalArgumentException(option + " " + text + ": a positive ISO-8601 duration, such as PT30S or PT1M");
     }
 
-    static void build(StreamExecutionEnvironment env, String brokers, String groupId, Pipeline.Config config) {
+    static void build(StreamExecutionEnvironment env, String brokers, KafkaClientConfig kafka, String groupId,
+                      Pipeline.Config config) {
         // Checkpoints commit Kafka offsets and flush the at-least-once sink.
         env.enableCheckpointing(CHECKPOINT_INTERVAL_MS);
         DataStream<RawRecord> input = env.fromSource(
-                KafkaIo.source(brokers, groupId, List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA)),
+                KafkaIo.source(brokers, kafka, groupId, List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA)),
                 WatermarkStrategy.noWatermarks(), "agent topics").uid("agent-topics");
         DataStream<OutputRecord> output = Pipeline.build(input, config);
-        output.sinkTo(KafkaIo.sink(brokers)).name("output topics").uid("output-topics");
+        output.sinkTo(KafkaIo.sink(brokers, kafka)).name("output topics").uid("output-topics");
     }
 }

@@ -4,7 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.pipeline.Pipeline;
+import io.iopipe.jobs.testing.KafkaSettings;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -13,9 +16,14 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.flink.api.dag.Transformation;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
+import org.apache.flink.streaming.api.transformations.SinkTransformation;
+import org.apache.flink.streaming.api.transformations.SourceTransformation;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class LiveJobTest {
     /**
@@ -26,7 +34,7 @@ class LiveJobTest {
     @Test
     void everyOperatorOfTheLiveJobHasItsOwnUid() {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        LiveJob.build(env, "127.0.0.1:1", "uid-test", new Pipeline.Config());
+        LiveJob.build(env, "127.0.0.1:1", KafkaClientConfig.NONE, "uid-test", new Pipeline.Config());
         List<String> missing = new ArrayList<>();
         List<String> uids = new ArrayList<>();
         for (Transformation<?> t : reachable(env.getTransformations())) {
@@ -41,6 +49,24 @@ class LiveJobTest {
         assertEquals(List.of(), missing, "operators without a uid");
         assertEquals(uids.size(), new HashSet<>(uids).size(), "uids are unique: " + uids);
         assertTrue(uids.containsAll(List.of("agent-topics", "output-topics")), uids.toString());
+    }
+
+    @Test
+    void theJobsKafkaSourceAndSinkConnectAsTheKafkaConfigSays(@TempDir Path dir) {
+        KafkaClientConfig kafka = KafkaClientConfig.load(KafkaSettings.write(dir, KafkaSettings.SASL_SSL));
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        LiveJob.build(env, "127.0.0.1:1", kafka, "settings-test", new Pipeline.Config());
+        int clients = 0;
+        for (Transformation<?> t : reachable(env.getTransformations())) {
+            if (t instanceof SourceTransformation<?, ?, ?> source) {
+                KafkaSettings.assertCarries(kafka, KafkaSettings.of((KafkaSource<?>) source.getSource()));
+                clients++;
+            } else if (t instanceof SinkTransformation<?, ?> sink) {
+                KafkaSettings.assertCarries(kafka, KafkaSettings.of((KafkaSink<?>) sink.getSink()));
+                clients++;
+            }
+        }
+        assertEquals(2, clients, "the agent topics' source and the output topics' sink");
     }
 
     @Test

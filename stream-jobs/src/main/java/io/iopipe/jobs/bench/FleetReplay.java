@@ -2,6 +2,7 @@ package io.iopipe.jobs.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iopipe.jobs.Args;
+import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.Topics;
 import java.io.BufferedReader;
@@ -32,8 +33,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * when the wall clock reaches its time (at once if the sending is behind), and then a line
  * {@code sent <send_at_ms> <wall_ms_done> <records>} goes to stdout; progress goes to stderr.
  *
- * <p>Options: --brokers, --templates (file), --template-disks T, --disks N, --host-placeholder,
- * --host-prefix, --disks-per-host.
+ * <p>Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
+ * --templates (file), --template-disks T, --disks N, --host-placeholder, --host-prefix,
+ * --disks-per-host.
  */
 public final class FleetReplay {
     private static final long PROGRESS_EVERY_MS = 10_000;
@@ -67,12 +69,14 @@ public final class FleetReplay {
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
+        Properties config = producerConfig(args.required("brokers"), KafkaClientConfig.of(args));
         int templateDisks = Integer.parseInt(args.required("template-disks"));
         int disks = Integer.parseInt(args.required("disks"));
         List<Send> sends = load(Path.of(args.required("templates")), templateDisks, args.required("host-placeholder"));
         int disksPerHost = Integer.parseInt(args.required("disks-per-host"));
         String[] hosts = hostNames(disks, args.required("host-prefix"), disksPerHost);
-        try (KafkaProducer<byte[], byte[]> producer = producer(args.required("brokers"))) {
+        try (KafkaProducer<byte[], byte[]> producer =
+                     new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
             // Each topic's partitions known before the first second is due, not looked up late.
             sends.get(0).byTemplateDisk().stream().flatMap(List::stream).map(Template::topic).distinct()
                     .forEach(producer::partitionsFor);
@@ -109,15 +113,14 @@ public final class FleetReplay {
     }
 
     /** As an agent's direct Kafka output writes: every in-sync copy acknowledges, never twice. */
-    private static KafkaProducer<byte[], byte[]> producer(String brokers) {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
-        p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
-        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
-        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    static Properties producerConfig(String brokers, KafkaClientConfig kafka) {
+        return kafka.with(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers,
+                ProducerConfig.ACKS_CONFIG, "all",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
+                ProducerConfig.LINGER_MS_CONFIG, 20,
+                ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024,
+                ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4"));
     }
 
     private static void replay(KafkaProducer<byte[], byte[]> producer, List<Send> sends, String[] hosts,

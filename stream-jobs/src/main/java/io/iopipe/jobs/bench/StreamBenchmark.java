@@ -3,6 +3,7 @@ package io.iopipe.jobs.bench;
 import io.iopipe.jobs.detect.DiskDetector;
 import io.iopipe.jobs.detect.DiskHistory;
 import io.iopipe.jobs.detect.DiskWindow;
+import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.io.KafkaIo;
 import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.iostat.IostatWindow;
@@ -61,8 +62,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * cluster of PARALLELISM slots. Each rate is records over the time from the first record
  * read to the last one processed.
  *
- * Options: --brokers, --disks (default 3000), --seconds (of fleet time, default 60),
- * --rounds (default 5: the first runs on a cold JIT), --out (results file).
+ * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
+ * --disks (default 3000), --seconds (of fleet time, default 60), --rounds (default 5: the
+ * first runs on a cold JIT), --out (results file).
  */
 public final class StreamBenchmark {
     static final int PARALLELISM = 2;
@@ -75,17 +77,18 @@ public final class StreamBenchmark {
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
         String brokers = args.get("brokers", "127.0.0.1:9092");
+        KafkaClientConfig kafka = KafkaClientConfig.of(args);
         int disks = Integer.parseInt(args.get("disks", "3000"));
         int seconds = Integer.parseInt(args.get("seconds", "60"));
         int rounds = Integer.parseInt(args.get("rounds", "5"));
         String topic = "iopipe-bench-" + Long.toHexString(System.nanoTime());
-        long records = produce(brokers, topic, disks, seconds);
+        long records = produce(brokers, kafka, topic, disks, seconds);
         List<Double> plain = new ArrayList<>();
         List<Double> job = new ArrayList<>();
         for (int round = 1; round <= rounds; round++) {
-            plain.add(plainConsumerRate(brokers, topic, records));
+            plain.add(plainConsumerRate(brokers, kafka, topic, records));
             say("round %d: plain consumer %,.0f records/s", round, plain.get(plain.size() - 1));
-            job.add(jobRate(brokers, topic, records));
+            job.add(jobRate(brokers, kafka, topic, records));
             say("round %d: job graph %,.0f records/s", round, job.get(job.size() - 1));
         }
         StateBytes state = stateBytesPerDisk(seconds);
@@ -101,18 +104,35 @@ public final class StreamBenchmark {
         System.err.printf("[bench] " + format + "%n", values);
     }
 
-    static long produce(String brokers, String topic, int disks, int seconds) throws Exception {
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers))) {
+    static Properties adminConfig(String brokers, KafkaClientConfig kafka) {
+        return kafka.with(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers));
+    }
+
+    static Properties producerConfig(String brokers, KafkaClientConfig kafka) {
+        return kafka.with(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers,
+                ProducerConfig.LINGER_MS_CONFIG, 20,
+                ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024,
+                ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4"));
+    }
+
+    /** A group of its own, from the topic's start, committing nothing. */
+    static Properties consumerConfig(String brokers, KafkaClientConfig kafka) {
+        return kafka.with(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers,
+                ConsumerConfig.GROUP_ID_CONFIG, "plain-" + System.nanoTime(),
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false));
+    }
+
+    static long produce(String brokers, KafkaClientConfig kafka, String topic, int disks, int seconds) throws Exception {
+        try (Admin admin = Admin.create(adminConfig(brokers, kafka))) {
             admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
         }
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
-        p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
-        p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
-        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
         AtomicLong sent = new AtomicLong();
         say("producing %d disks x %d s of records into %s", disks, seconds, topic);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(brokers, kafka),
+                new ByteArraySerializer(), new ByteArraySerializer())) {
             FleetRecords.generate(disks, seconds, 1, (key, json) -> {
                 producer.send(new ProducerRecord<>(topic, key.getBytes(StandardCharsets.UTF_8), json.getBytes(StandardCharsets.UTF_8)));
                 if (sent.incrementAndGet() % 500_000 == 0) {
@@ -133,15 +153,11 @@ public final class StreamBenchmark {
     }
 
     /** Records per second of a KafkaConsumer reading the topic from its start, doing nothing else. */
-    static double plainConsumerRate(String brokers, String topic, long records) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
-        p.put(ConsumerConfig.GROUP_ID_CONFIG, "plain-" + System.nanoTime());
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    static double plainConsumerRate(String brokers, KafkaClientConfig kafka, String topic, long records) {
         long read = 0;
         long firstNs = 0;
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerConfig(brokers, kafka),
+                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             consumer.subscribe(List.of(topic));
             while (read < records) {
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofSeconds(1));
@@ -168,10 +184,10 @@ public final class StreamBenchmark {
     }
 
     /** Records per second of the live job's graph over the whole topic, as a bounded source. */
-    static double jobRate(String brokers, String topic, long records) throws Exception {
+    static double jobRate(String brokers, KafkaClientConfig kafka, String topic, long records) throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(PARALLELISM);
         DataStream<RawRecord> input = env
-                .fromSource(KafkaIo.boundedSource(brokers, topic), WatermarkStrategy.noWatermarks(), "bench topic")
+                .fromSource(KafkaIo.boundedSource(brokers, kafka, topic), WatermarkStrategy.noWatermarks(), "bench topic")
                 .map(new StampFirst()).name("stamp first record");
         Pipeline.build(input, new Pipeline.Config()).map(new CountOutputs()).name("count outputs")
                 .sinkTo(new DiscardingSink<>()).name("discard");

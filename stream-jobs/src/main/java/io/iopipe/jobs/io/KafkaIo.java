@@ -16,7 +16,10 @@ import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 
-/** Kafka source and sink of the live job. Topics are named by schema/topics.json. */
+/**
+ * Kafka source and sink of the live job. Topics are named by schema/topics.json; how the
+ * clients connect (TLS, SASL) comes from a {@link KafkaClientConfig}.
+ */
 public final class KafkaIo {
     private KafkaIo() {}
 
@@ -25,8 +28,10 @@ public final class KafkaIo {
      * earliest offset so no record produced before the job started is skipped; a restart
      * resumes from the group's committed offsets.
      */
-    public static KafkaSource<RawRecord> source(String brokers, String groupId, List<String> recordSchemas) {
+    public static KafkaSource<RawRecord> source(String brokers, KafkaClientConfig kafka, String groupId,
+                                                List<String> recordSchemas) {
         return KafkaSource.<RawRecord>builder()
+                .setProperties(kafka.properties())
                 .setBootstrapServers(brokers)
                 .setGroupId(groupId)
                 .setTopics(recordSchemas.stream().map(Topics::forRecord).toList())
@@ -38,8 +43,9 @@ public final class KafkaIo {
     }
 
     /** One topic from its start to the end it had when the job started; for benchmarks. */
-    public static KafkaSource<RawRecord> boundedSource(String brokers, String topic) {
+    public static KafkaSource<RawRecord> boundedSource(String brokers, KafkaClientConfig kafka, String topic) {
         return KafkaSource.<RawRecord>builder()
+                .setProperties(kafka.properties())
                 .setBootstrapServers(brokers)
                 .setGroupId("bench-" + System.nanoTime())
                 .setTopics(topic)
@@ -55,8 +61,9 @@ public final class KafkaIo {
      * min.insync.replicas of them), and the producer's retries never write it twice
      * (idempotence); a checkpoint completes only when everything before it is acknowledged.
      */
-    public static KafkaSink<OutputRecord> sink(String brokers) {
+    public static KafkaSink<OutputRecord> sink(String brokers, KafkaClientConfig kafka) {
         return KafkaSink.<OutputRecord>builder()
+                .setKafkaProducerConfig(kafka.properties())
                 .setBootstrapServers(brokers)
                 .setRecordSerializer(new RouteBySchema())
                 .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
