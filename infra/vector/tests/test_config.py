@@ -54,11 +54,15 @@ def interpolate(text, env):
     return text
 
 
+# What a host must set: its principal's credentials (no default would be right).
+REQUIRED = {"IOPIPE_KAFKA_USERNAME": "agent-web-17", "IOPIPE_KAFKA_PASSWORD": "from-the-environment"}
+
+
 def load(env):
     return yaml.safe_load(interpolate(CONFIG.read_text(), env))
 
 
-CONFIG_DOC = load({})  # a host that sets nothing gets the defaults
+CONFIG_DOC = load(REQUIRED)  # a host that sets only its credentials gets the defaults
 KINDS = ("sources", "transforms", "sinks")
 COMPONENTS = [(kind, cid, options) for kind in KINDS for cid, options in CONFIG_DOC[kind].items()]
 IDS = [f"{kind}.{cid}" for kind, cid, _ in COMPONENTS]
@@ -181,8 +185,8 @@ def test_vectors_own_metrics_and_the_dead_letter_count_are_exposed():
 def test_the_socket_is_where_the_agent_writes():
     socket = CONFIG_DOC["sources"]["agent"]
     assert (socket["type"], socket["mode"]) == ("socket", "unix_stream")
-    assert load({"IOPIPE_SOCKET": "/run/x.sock"})["sources"]["agent"]["path"] == "/run/x.sock"
-    assert load({"IOPIPE_KAFKA_BROKERS": "k1:9092"})["sinks"]["to_io_agent_v1"]["bootstrap_servers"] == "k1:9092"
+    assert load({**REQUIRED, "IOPIPE_SOCKET": "/run/x.sock"})["sources"]["agent"]["path"] == "/run/x.sock"
+    assert load({**REQUIRED, "IOPIPE_KAFKA_BROKERS": "k1:9092"})["sinks"]["to_io_agent_v1"]["bootstrap_servers"] == "k1:9092"
 
 
 def test_config_tests_name_transforms_and_outputs_that_exist():
@@ -199,8 +203,22 @@ def test_config_tests_name_transforms_and_outputs_that_exist():
 
 
 def test_every_variable_the_configuration_reads_is_iopipes_and_has_a_default():
-    """A host that sets nothing still gets a configuration Vector loads."""
+    """A host that sets only its credentials gets a configuration Vector loads; without
+    them Vector refuses to start, saying which is missing."""
     variables = INTERPOLATION.findall(CONFIG.read_text())
     assert variables
     for bare, braced, flag, fallback in variables:
-        assert not bare and braced.startswith("IOPIPE_") and flag == ":-" and fallback, (bare, braced, flag, fallback)
+        wanted = ":?" if braced in REQUIRED else ":-"
+        assert not bare and braced.startswith("IOPIPE_") and flag == wanted and fallback, (bare, braced, flag, fallback)
+    for missing in REQUIRED:
+        with pytest.raises(AssertionError, match=f"{missing} is required"):
+            load({k: v for k, v in REQUIRED.items() if k != missing})
+
+
+def test_kafka_sinks_authenticate_over_tls_with_a_password_from_the_environment():
+    text = CONFIG.read_text()
+    for cid, options in kafka_sinks().items():
+        assert options["tls"]["enabled"] is True and options["tls"]["ca_file"], cid
+        assert options["sasl"] == {"enabled": True, "mechanism": "SCRAM-SHA-512", **{
+            "username": REQUIRED["IOPIPE_KAFKA_USERNAME"], "password": REQUIRED["IOPIPE_KAFKA_PASSWORD"]}}, cid
+    assert "password: ${IOPIPE_KAFKA_PASSWORD:?" in text, "the password is read from the environment only"

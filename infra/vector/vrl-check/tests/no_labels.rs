@@ -10,6 +10,7 @@ use vrl_check::topology::Topology;
 #[test]
 fn without_site_labels_every_valid_record_goes_out_as_sent() {
     std::env::set_current_dir(repo_root()).unwrap();
+    common::set_credentials();
     for unset in [None, Some(""), Some(" , ")] {
         match unset {
             None => std::env::remove_var("IOPIPE_LABELS"),

@@ -20,9 +20,16 @@ pub fn setup() -> Topology {
     ONCE.call_once(|| {
         std::env::set_current_dir(repo_root()).expect("cd to the repository root");
         std::env::set_var("IOPIPE_LABELS", SITE_LABELS);
+        set_credentials();
     });
     let vars: HashMap<String, String> = std::env::vars().collect();
     Topology::load(&repo_root().join("infra/vector/vector.yaml"), &repo_root(), &vars).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What vector.yaml requires of every host: its agent principal's credentials.
+pub fn set_credentials() {
+    std::env::set_var("IOPIPE_KAFKA_USERNAME", "agent-web-17");
+    std::env::set_var("IOPIPE_KAFKA_PASSWORD", "from-the-environment");
 }
 
 pub fn site_labels() -> BTreeMap<String, String> {
