@@ -186,7 +186,15 @@ class Bridge:
             except (urllib.error.URLError, OSError) as e:
                 # The next cycle posts every ticket again: that is the retry.
                 self.counters.add("post_failures_total")
-                log.warning("posting %d alerts to %s failed: %s; retrying next cycle", len(alerts), url, e)
+                log.warning("posting %d alerts to %s failed: %s%s; retrying next cycle", len(alerts), url, e, _reason(e))
+
+
+def _reason(error):
+    """What Alertmanager said of a refused post (its first line), if it said anything."""
+    if not isinstance(error, urllib.error.HTTPError):
+        return ""
+    said = error.read(2000).decode(errors="replace").strip().splitlines()
+    return f" ({said[0]})" if said else ""
 
 
 def opening_kind(ticket, anomalies):
