@@ -8,8 +8,6 @@
     stack.py cluster-down    stop and remove everything `cluster-up` started
     stack.py submit-job      submit the live Flink job afresh
     stack.py upgrade-job     replace the running job by the jar built now, keeping its state
-    stack.py kafka-agent HOST  a Kafka principal for HOST's agent on the demo's stack: prints
-                             the path of its settings, for `iopipe-agent --kafka-config`
 
 Every service shares the host's network and listens on 127.0.0.1 only; ports come from
 `Ports` so a test stack can run beside the demo's. Used by the Makefile, the demo and the
@@ -709,11 +707,8 @@ def main(argv):
         "cluster-up": cluster_up,
         "cluster-down": cluster_down,
     }
-    if len(argv) == 2 and argv[0] == "kafka-agent":
-        print(agent_kafka_config(Ports().brokers, argv[1]))
-        return
     if len(argv) != 1 or argv[0] not in commands:
-        sys.exit(f"usage: stack.py {'|'.join(commands)}|kafka-agent HOST")
+        sys.exit(f"usage: stack.py {'|'.join(commands)}")
     commands[argv[0]]()
 
 
