@@ -62,7 +62,6 @@ SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
 
 sys.path.insert(0, str(REPO / "schema" / "clickhouse"))
 from migrate import ClickHouseHttp, Migrator, kafka_tables_of, up_in_lockstep  # noqa: E402
-from kafka_access import ADMIN, JOB_GROUP, MOUNT as KAFKA_MOUNT, KafkaAccess, acl_lines, agent_topics  # noqa: E402
 
 # The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
 # Kafka tables of io.latency.v1 fill, each named after its table.
@@ -105,7 +104,6 @@ def free_ports(n):
 class Ports:
     kafka: int = 9092
     kafka_controller: int = 9093
-    kafka_internal: int = 9094
     flink_rest: int = 8081
     flink_rpc: int = 6123
     clickhouse_http: int = 8123
@@ -139,7 +137,6 @@ class ClusterPorts(Ports):
     """The cluster's ports: by default clear of the demo stack's, so both can run."""
     kafka: int = 19092
     kafka_controller: int = 19093
-    kafka_internal: int = 19098
     flink_rest: int = 18081
     flink_rpc: int = 16123
     clickhouse_http: int = 18123
@@ -155,8 +152,6 @@ class ClusterPorts(Ports):
     clickhouse_2_http: int = 18124
     clickhouse_2_tcp: int = 19001
     clickhouse_2_interserver: int = 19010
-    kafka_2_internal: int = 19099
-    kafka_3_internal: int = 19100
 
     @property
     def brokers(self):
@@ -210,40 +205,6 @@ class ClickHouseUsers:
         return ClickHouseHttp(ports.clickhouse_url, f"iopipe_{role}", getattr(self, role))
 
 
-# ---------------------------------------------------------------- Kafka access
-
-def kafka_access(brokers):
-    """The certificates and credentials of the stack whose bootstrap servers are `brokers`."""
-    return KafkaAccess.of(CACHE, brokers)
-
-
-def prepare_kafka_access(ports, kafka_container, keep=False):
-    """The stack's CA, certificates and service principals, made before it starts (`keep`:
-    those of a stack started before, if any, as the demo's volumes keep its users)."""
-    access = kafka_access(ports.brokers)
-    if not (keep and access.exists()):
-        access.create()
-    access.remember_node(kafka_container, ports.kafka_internal)
-    return access
-
-
-def kafka_client(brokers, principal=ADMIN, **settings):
-    """librdkafka settings (confluent-kafka) of `principal` on the stack of `brokers`: by
-    default iopipe-admin, the super user tests and operators use."""
-    return {**kafka_access(brokers).client_config(brokers, principal), **settings}
-
-
-def kafka_java_config(brokers, principal=ADMIN):
-    """The path of the Java client settings of `principal` for a program on this host."""
-    return kafka_access(brokers).host_java_properties(principal)
-
-
-def agent_kafka_config(brokers, host):
-    """The path of the librdkafka settings of `host`'s agent (`iopipe-agent --kafka-config`),
-    its principal made on the running stack and allowed to produce the agents' records only."""
-    return kafka_access(brokers).admin().add_agent(host, agent_topics(RECORD_TOPICS))
-
-
 # ---------------------------------------------------------------- images
 
 def build_images():
@@ -295,7 +256,6 @@ def _kafka_context():
     _maven_libs("kafka", context)
     _copy([INFRA / "kafka" / f for f in ("Dockerfile", "start-kafka.sh", "log4j2.properties")], context)
     (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in TOPICS))
-    (context / "acls.txt").write_text("".join(f"{line}\n" for line in acl_lines(RECORD_TOPICS, _TOPICS_JSON["accepted"])))
     return context
 
 
@@ -426,16 +386,10 @@ def container_alive(container):
 
 def start_container(image, ports, users=None, prefix="iopipe-bench"):
     """`docker run -d --rm` of one of the stack's images on the host network, configured
-    by `ports` (and `users` for ClickHouse), with its Kafka certificates and credentials (a
-    Kafka node's made anew); returns the container's name."""
-    kind = image.split('/')[-1].split(':')[0]
-    name = f"{prefix}-{kind}-{uuid.uuid4().hex[:8]}"
-    if kind == "kafka":
-        prepare_kafka_access(ports, name)
+    by `ports` (and `users` for ClickHouse); returns the container's name."""
+    name = f"{prefix}-{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:8]}"
     env = {**ports.env(), **(users.env() if users else {})}
-    mount = kafka_access(ports.brokers).mounts().get(kind)
-    volumes = ["-v", f"{mount}:{KAFKA_MOUNT}:ro"] if mount and mount.exists() else []
-    run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host", *volumes,
+    run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host",
          *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")), image], stdout=subprocess.DEVNULL)
     return name
 
@@ -473,13 +427,9 @@ def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None, job_ar
     # Every operator's state must find its operator again: the CLI leaves none unclaimed
     # unless told (--allowNonRestoredState).
     restore = ["--fromSavepoint", restore_from] if restore_from else []
-    # The job's Kafka settings are read where it is built, by the CLI, and travel with it.
-    program_args = ["--brokers", ports.brokers, "--kafka-config", f"{KAFKA_MOUNT}/client.properties",
-                    *(["--group-id", group_id] if group_id else []), *job_args]
-    job_kafka_dir = kafka_access(ports.brokers).mounts()["flink"]
+    program_args = ["--brokers", ports.brokers, *(["--group-id", group_id] if group_id else []), *job_args]
     submitted = subprocess.run(
         ["docker", "run", "--rm", "--network", "host", "-v", f"{jar.resolve()}:/tmp/job.jar:ro",
-         "-v", f"{job_kafka_dir}:{KAFKA_MOUNT}:ro",
          "--entrypoint", "/opt/flink/bin/flink", FLINK_IMAGE,
          "run", "--detached", "--target", "remote", "-Drest.address=127.0.0.1", f"-Drest.port={ports.flink_rest}",
          "--parallelism", flink_config(ports)["parallelism.default"], "--class", LIVE_JOB_CLASS, *restore,
@@ -561,15 +511,13 @@ def migrate_clickhouse(ports, users, clickhouse_cluster=None):
 # ---------------------------------------------------------------- compose
 
 def compose(*args, ports=Ports(), users=None, file=COMPOSE_FILE, project=COMPOSE_PROJECT, env=None):
-    env = {**os.environ, **ports.env(), **(users or ClickHouseUsers.of_demo_stack()).env(),
-           **kafka_access(ports.brokers).compose_env(), **(env or {})}
+    env = {**os.environ, **ports.env(), **(users or ClickHouseUsers.of_demo_stack()).env(), **(env or {})}
     run(["docker-compose", "-p", project, "-f", str(file), *args], env=env)
 
 
 def up(ports=Ports(), users=None):
     """Starts the demo stack; returns its ClickHouse users."""
     users = users or ClickHouseUsers.of_demo_stack()
-    prepare_kafka_access(ports, f"{COMPOSE_PROJECT}-kafka", keep=True)
     say("starting Kafka, Flink and ClickHouse (docker-compose)")
     compose("up", "-d", "--remove-orphans", ports=ports, users=users)
     wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES})
@@ -587,7 +535,6 @@ def _migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
 
 def down():
     compose("down", "--volumes", "--remove-orphans")
-    shutil.rmtree(kafka_access(Ports().brokers).root, ignore_errors=True)  # the next stack gets a new CA
 
 
 def cluster_compose(*args, cluster):
@@ -624,7 +571,6 @@ def cluster_up(cluster=None, submit=True, job_args=()):
     """Starts the cluster; with `submit`, migrates ClickHouse and runs the live job with the
     options `job_args` (LiveJob.java). Returns it."""
     cluster = cluster or Cluster.of_make()
-    prepare_kafka_access(cluster.ports, cluster.container("kafka-1"), keep=cluster.project == CLUSTER_PROJECT)
     say(f"starting the cluster {cluster.project}: ZooKeeper, Kafka x3, Flink 2 JobManagers + 2 TaskManagers, "
         "ClickHouse 2 replicas")
     # What the others need first, alone: nine JVMs starting at once on a small machine take
@@ -640,7 +586,6 @@ def cluster_up(cluster=None, submit=True, job_args=()):
 def cluster_down(cluster=None):
     cluster = cluster or Cluster.of_make()
     cluster_compose("down", "--volumes", "--remove-orphans", cluster=cluster)
-    shutil.rmtree(kafka_access(cluster.ports.brokers).root, ignore_errors=True)
     if cluster.project == CLUSTER_PROJECT:
         (CACHE / "cluster.json").unlink(missing_ok=True)  # the next cluster is formatted anew
 
@@ -650,11 +595,10 @@ def _in_container(container, *command):
 
 
 def kafka_topic_command(kafka_container, *args):
-    """Kafka's TopicCommand in a Kafka container, against its own node, as the node: what it prints."""
-    port = _in_container(kafka_container, "sh", "-c", "echo ${KAFKA_INTERNAL_PORT:-9094}").strip()
+    """Kafka's TopicCommand in a Kafka container, against its own node: what it prints."""
+    port = _in_container(kafka_container, "sh", "-c", "echo ${KAFKA_PORT:-9092}").strip()
     return _in_container(kafka_container, "java", "-Xmx256m", "-cp", "/opt/kafka/libs/*",
-                         "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", f"127.0.0.1:{port}",
-                         "--command-config", "/etc/kafka/tools.properties", *args)
+                         "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", f"127.0.0.1:{port}", *args)
 
 
 def create_missing_topics(kafka_container):

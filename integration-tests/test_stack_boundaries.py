@@ -1,9 +1,7 @@
-"""The stack's own boundaries: who may talk to Kafka and what each principal may do there,
-who may start code in Flink, as whom every service runs, where ClickHouse's users may come
-from and what passwords it takes."""
+"""The stack's own boundaries: who may start code in Flink, as whom every service runs,
+where ClickHouse's users may come from and what passwords it takes."""
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -11,14 +9,8 @@ from dataclasses import replace
 
 import pytest
 import stack
-from confluent_kafka import Consumer, KafkaError, Producer
 from conftest import services
-from kafka_access import CLICKHOUSE, KafkaAccess, read_properties  # noqa: I100 - found through stack's path
-from kafka_records import ACCEPTED_TOPICS, TOPICS
-from migrate import ClickHouseError
-
-# A consumer refused a topic, or a group its principal may not join.
-DENIED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED)
+from migrate import ClickHouseError  # noqa: I100 - found through stack's path
 
 EMPTY_JAR = b"PK\x05\x06" + bytes(18)  # a zip's end-of-directory record alone
 
@@ -102,60 +94,3 @@ def _exit_code(container):
     state = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .State}}", container],
                                       capture_output=True, text=True, check=True).stdout)
     return None if state["Running"] else state["ExitCode"]
-
-
-def _delivery(config, topic, timeout_s=20):
-    """What became of one record sent to `topic` with the client settings `config`: None
-    once delivered, else the error; and the client's own errors (authentication) on the way."""
-    outcome, client_errors = [], []
-    producer = Producer({**config, "message.timeout.ms": timeout_s * 1000, "error_cb": client_errors.append})
-    producer.produce(topic, b'{"probe": true}', on_delivery=lambda error, _: outcome.append(error))
-    producer.flush(timeout_s + 10)
-    return (outcome or ["undelivered"])[0], [e.code() for e in client_errors]
-
-
-def _read_error(config, topic):
-    """The error a consumer with `config` meets reading `topic` from its start, or None."""
-    consumer = Consumer({**config, "group.id": f"{stack.JOB_GROUP}-probe-{uuid.uuid4().hex[:8]}",
-                         "auto.offset.reset": "earliest"})
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            message = consumer.poll(1)
-            if message is not None and message.error():
-                return message.error().code()
-        return None
-    finally:
-        consumer.close()
-
-
-def test_kafka_takes_only_who_it_knows(pipeline, tmp_path):
-    brokers = pipeline.ports.brokers
-    admin = stack.kafka_client(brokers)
-    wrong_password = {**admin, "sasl.password": "not-the-password"}
-    error, client_errors = _delivery(wrong_password, TOPICS["io.window.v1"], timeout_s=10)
-    assert error is not None and KafkaError._AUTHENTICATION in client_errors, (error, client_errors)
-    plaintext = {"bootstrap.servers": brokers}
-    error, _ = _delivery(plaintext, TOPICS["io.window.v1"], timeout_s=10)
-    assert error is not None, "a client without TLS and SASL gets nothing in"
-    another_ca = KafkaAccess(tmp_path).create().broker_dir / "ca.pem"  # a CA of the same making, not the stack's
-    untrusted = {**admin, "ssl.ca.location": str(another_ca)}
-    error, _ = _delivery(untrusted, TOPICS["io.window.v1"], timeout_s=10)
-    assert error is not None, "a client that does not trust the stack's CA does not talk to it"
-
-
-def test_each_principal_does_only_its_part(pipeline):
-    """An agent produces its records and nothing else, reads nothing; the job may not pose
-    as an agent; ClickHouse only reads."""
-    brokers = pipeline.ports.brokers
-    agent = {"bootstrap.servers": brokers,
-             **read_properties(stack.agent_kafka_config(brokers, f"boundary-{uuid.uuid4().hex[:6]}"))}
-    assert _delivery(agent, TOPICS["io.diskstats.v1"])[0] is None
-    for topic in (TOPICS["io.window.v1"], TOPICS["io.health.v1"], ACCEPTED_TOPICS["io.diskstats.v1"]):
-        assert _delivery(agent, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
-    assert _read_error(agent, TOPICS["io.diskstats.v1"]) in DENIED
-    clickhouse = stack.kafka_client(brokers, CLICKHOUSE)
-    for topic in (TOPICS["io.window.v1"], TOPICS["io.diskstats.v1"]):
-        assert _delivery(clickhouse, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
-    assert _read_error(clickhouse, TOPICS["io.diskstats.v1"]) in DENIED, "raw agent records are the job's to judge"

@@ -233,7 +233,7 @@ def test_a_malformed_message_is_skipped_and_its_neighbours_kept(migrated):
     host = f"bad-{uuid.uuid4().hex[:6]}"
     fleet = warehouse_fixture.fleet(int(time.time()), host)
     before, after = fleet.by_schema("io.hist.v1")[:3], fleet.by_schema("io.hist.v1")[3:6]
-    producer = Producer(stack.kafka_client(ports.brokers))
+    producer = Producer({"bootstrap.servers": ports.brokers})
     for value in ([json.dumps(r) for r in before] + ["{not json", json.dumps({**before[0], "count": "many"})]
                   + [json.dumps(r) for r in after]):
         producer.produce(INGESTED_FROM["io.hist.v1"], key=f"{host}-a/sdb", value=value)
@@ -248,7 +248,7 @@ def test_a_steady_stream_is_stored_while_it_flows(migrated):
     reader = users.client(ports, "reader")
     host = f"steady-{uuid.uuid4().hex[:6]}"
     template = warehouse_fixture.fleet(int(time.time()), host).by_schema("io.hist.v1")[0]
-    producer = Producer({**stack.kafka_client(ports.brokers), "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": ports.brokers, "linger.ms": 0})
     flow_s, every_s, sent, stored = 60, 0.2, 0, 0
     deadline = time.monotonic() + flow_s
     while time.monotonic() < deadline and not stored:
