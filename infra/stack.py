@@ -432,13 +432,12 @@ def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None, job_ar
     # The CLI builds the job graph with its own configuration, and the job-level settings
     # (state backend, checkpointing and its retention, restarts, parallelism) travel in
     # it: give it the cluster's, or the job runs on the distribution's defaults.
-    cluster = flink_config(ports)
-    job_settings = [f"-D{key}={value}" for key, value in cluster.items() if key.startswith(JOB_LEVEL_SETTINGS)]
+    job_settings = [f"-D{key}={value}" for key, value in flink_config(ports).items() if key.startswith(JOB_LEVEL_SETTINGS)]
     submitted = subprocess.run(
         ["docker", "run", "--rm", "--network", "host", "-v", f"{jar.resolve()}:/tmp/job.jar:ro",
          "--entrypoint", "/opt/flink/bin/flink", FLINK_IMAGE,
          "run", "--detached", "--target", "remote", "-Drest.address=127.0.0.1", f"-Drest.port={ports.flink_rest}",
-         *job_settings, "--parallelism", cluster["parallelism.default"], "--class", LIVE_JOB_CLASS, *restore,
+         *job_settings, "--class", LIVE_JOB_CLASS, *restore,
          "/tmp/job.jar", *program_args], capture_output=True, text=True, timeout=300)
     found = re.search(r"submitted with JobID ([0-9a-f]{32})", submitted.stdout)
     if submitted.returncode != 0 or not found:
