@@ -10,7 +10,7 @@ set -euo pipefail
 
 say() { printf '[bootstrap] %s\n' "$*" >&2; }
 
-APT_PACKAGES=(docker.io docker-compose python3-yaml debootstrap sysstat fio util-linux fuse3 libfuse3-dev pkg-config gcc clang bpftool libelf-dev zlib1g-dev libssl-dev)
+APT_PACKAGES=(docker.io docker-compose python3-yaml debootstrap sysstat fio util-linux fuse3 libfuse3-dev pkg-config gcc clang bpftool libelf-dev zlib1g-dev libssl-dev openssl)
 
 install_packages() {
   local missing=()

@@ -8,6 +8,8 @@
     stack.py cluster-down    stop and remove everything `cluster-up` started
     stack.py submit-job      submit the live Flink job afresh
     stack.py upgrade-job     replace the running job by the jar built now, keeping its state
+    stack.py kafka-agent HOST  a Kafka principal for HOST's agent on the demo's stack: prints
+                             the path of its settings, for `iopipe-agent --kafka-config`
 
 Every service shares the host's network and listens on 127.0.0.1 only; ports come from
 `Ports` so a test stack can run beside the demo's. Used by the Makefile, the demo and the
@@ -63,6 +65,7 @@ SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
 
 sys.path.insert(0, str(REPO / "schema" / "clickhouse"))
 from migrate import ClickHouseHttp, Migrator, kafka_tables_of, up_in_lockstep  # noqa: E402
+from kafka_access import ADMIN, JOB_GROUP, MOUNT as KAFKA_MOUNT, KafkaAccess, acl_lines, agent_topics  # noqa: E402
 
 # The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
 # Kafka tables of io.latency.v1 fill, each named after its table.
@@ -105,6 +108,8 @@ def free_ports(n):
 class Ports:
     kafka: int = 9092
     kafka_controller: int = 9093
+    kafka_internal: int = 9094
+    kafka_certificates: int = 9095
     flink_rest: int = 8081
     flink_rpc: int = 6123
     clickhouse_http: int = 8123
@@ -119,6 +124,11 @@ class Ports:
     @property
     def brokers(self):
         return f"127.0.0.1:{self.kafka}"
+
+    @property
+    def certificate_brokers(self):
+        """Kafka's listeners for clients with a certificate (ClickHouse's Kafka tables)."""
+        return f"127.0.0.1:{self.kafka_certificates}"
 
     @property
     def clickhouse_url(self):
@@ -138,6 +148,8 @@ class ClusterPorts(Ports):
     """The cluster's ports: by default clear of the demo stack's, so both can run."""
     kafka: int = 19092
     kafka_controller: int = 19093
+    kafka_internal: int = 19098
+    kafka_certificates: int = 19101
     flink_rest: int = 18081
     flink_rpc: int = 16123
     clickhouse_http: int = 18123
@@ -153,10 +165,19 @@ class ClusterPorts(Ports):
     clickhouse_2_http: int = 18124
     clickhouse_2_tcp: int = 19001
     clickhouse_2_interserver: int = 19010
+    kafka_2_internal: int = 19099
+    kafka_3_internal: int = 19100
+    kafka_2_certificates: int = 19102
+    kafka_3_certificates: int = 19103
 
     @property
     def brokers(self):
         return ",".join(f"127.0.0.1:{port}" for port in (self.kafka, self.kafka_2, self.kafka_3))
+
+    @property
+    def certificate_brokers(self):
+        return ",".join(f"127.0.0.1:{port}" for port in
+                        (self.kafka_certificates, self.kafka_2_certificates, self.kafka_3_certificates))
 
     def with_flink_rest_of(self, jobmanager):
         """The same ports, with Flink's REST calls going to JobManager 1 or 2."""
@@ -204,6 +225,40 @@ class ClickHouseUsers:
 
     def client(self, ports, role):
         return ClickHouseHttp(ports.clickhouse_url, f"iopipe_{role}", getattr(self, role))
+
+
+# ---------------------------------------------------------------- Kafka access
+
+def kafka_access(brokers):
+    """The certificates and credentials of the stack whose bootstrap servers are `brokers`."""
+    return KafkaAccess.of(CACHE, brokers)
+
+
+def prepare_kafka_access(ports, kafka_container, keep=False):
+    """The stack's CA, certificates and service principals, made before it starts (`keep`:
+    those of a stack started before, if any, as the demo's volumes keep its users)."""
+    access = kafka_access(ports.brokers)
+    if not (keep and access.exists()):
+        access.create()
+    access.remember_node(kafka_container, ports.kafka_internal, ports.certificate_brokers)
+    return access
+
+
+def kafka_client(brokers, principal=ADMIN, **settings):
+    """librdkafka settings (confluent-kafka) of `principal` on the stack of `brokers`: by
+    default iopipe-admin, the super user tests and operators use."""
+    return {**kafka_access(brokers).client_config(brokers, principal), **settings}
+
+
+def kafka_java_config(brokers, principal=ADMIN):
+    """The path of the Java client settings of `principal` for a program on this host."""
+    return kafka_access(brokers).host_java_properties(principal)
+
+
+def agent_kafka_config(brokers, host):
+    """The path of the librdkafka settings of `host`'s agent (`iopipe-agent --kafka-config`),
+    its principal made on the running stack and allowed to produce the agents' records only."""
+    return kafka_access(brokers).admin().add_agent(host, agent_topics(RECORD_TOPICS))
 
 
 # ---------------------------------------------------------------- images
@@ -257,6 +312,7 @@ def _kafka_context():
     _maven_libs("kafka", context)
     _copy([INFRA / "kafka" / f for f in ("Dockerfile", "start-kafka.sh", "log4j2.properties")], context)
     (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in TOPICS))
+    (context / "acls.txt").write_text("".join(f"{line}\n" for line in acl_lines(RECORD_TOPICS, _TOPICS_JSON["accepted"])))
     return context
 
 
@@ -387,10 +443,16 @@ def container_alive(container):
 
 def start_container(image, ports, users=None, prefix="iopipe-bench"):
     """`docker run -d --rm` of one of the stack's images on the host network, configured
-    by `ports` (and `users` for ClickHouse); returns the container's name."""
-    name = f"{prefix}-{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:8]}"
+    by `ports` (and `users` for ClickHouse), with its Kafka certificates and credentials (a
+    Kafka node's made anew); returns the container's name."""
+    kind = image.split('/')[-1].split(':')[0]
+    name = f"{prefix}-{kind}-{uuid.uuid4().hex[:8]}"
+    if kind == "kafka":
+        prepare_kafka_access(ports, name)
     env = {**ports.env(), **(users.env() if users else {})}
-    run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host",
+    mount = kafka_access(ports.brokers).mounts().get(kind)
+    volumes = ["-v", f"{mount}:{KAFKA_MOUNT}:ro"] if mount and mount.exists() else []
+    run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host", *volumes,
          *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")), image], stdout=subprocess.DEVNULL)
     return name
 
@@ -428,13 +490,17 @@ def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None, job_ar
     # Every operator's state must find its operator again: the CLI leaves none unclaimed
     # unless told (--allowNonRestoredState).
     restore = ["--fromSavepoint", restore_from] if restore_from else []
-    program_args = ["--brokers", ports.brokers, *(["--group-id", group_id] if group_id else []), *job_args]
+    # The job's Kafka settings are read where it is built, by the CLI, and travel with it.
+    program_args = ["--brokers", ports.brokers, "--kafka-config", f"{KAFKA_MOUNT}/client.properties",
+                    *(["--group-id", group_id] if group_id else []), *job_args]
+    job_kafka_dir = kafka_access(ports.brokers).mounts()["flink"]
     # The CLI builds the job graph with its own configuration, and the job-level settings
     # (state backend, checkpointing and its retention, restarts, parallelism) travel in
     # it: give it the cluster's, or the job runs on the distribution's defaults.
     job_settings = [f"-D{key}={value}" for key, value in flink_config(ports).items() if key.startswith(JOB_LEVEL_SETTINGS)]
     submitted = subprocess.run(
         ["docker", "run", "--rm", "--network", "host", "-v", f"{jar.resolve()}:/tmp/job.jar:ro",
+         "-v", f"{job_kafka_dir}:{KAFKA_MOUNT}:ro",
          "--entrypoint", "/opt/flink/bin/flink", FLINK_IMAGE,
          "run", "--detached", "--target", "remote", "-Drest.address=127.0.0.1", f"-Drest.port={ports.flink_rest}",
          *job_settings, "--class", LIVE_JOB_CLASS, *restore,
@@ -506,23 +572,25 @@ def stop_with_savepoint(ports, job_id, timeout_s=120):
 def migrate_clickhouse(ports, users, clickhouse_cluster=None):
     """Migrates the one server, or each replica of `clickhouse_cluster` (its name; `ports` a ClusterPorts)."""
     if not clickhouse_cluster:
-        Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
+        Migrator(users.client(ports, "admin"), kafka_brokers=ports.certificate_brokers, log=say).up()
         return
     say(f"ClickHouse replicas {', '.join(map(str, CLICKHOUSE_REPLICAS))}, each migration on all of them before the next")
-    up_in_lockstep([Migrator(users.client(ports.of_clickhouse_replica(replica), "admin"), kafka_brokers=ports.brokers,
+    up_in_lockstep([Migrator(users.client(ports.of_clickhouse_replica(replica), "admin"), kafka_brokers=ports.certificate_brokers,
                              log=say, cluster=clickhouse_cluster) for replica in CLICKHOUSE_REPLICAS])
 
 
 # ---------------------------------------------------------------- compose
 
 def compose(*args, ports=Ports(), users=None, file=COMPOSE_FILE, project=COMPOSE_PROJECT, env=None):
-    env = {**os.environ, **ports.env(), **(users or ClickHouseUsers.of_demo_stack()).env(), **(env or {})}
+    env = {**os.environ, **ports.env(), **(users or ClickHouseUsers.of_demo_stack()).env(),
+           **kafka_access(ports.brokers).compose_env(), **(env or {})}
     run(["docker-compose", "-p", project, "-f", str(file), *args], env=env)
 
 
 def up(ports=Ports(), users=None):
     """Starts the demo stack; returns its ClickHouse users."""
     users = users or ClickHouseUsers.of_demo_stack()
+    prepare_kafka_access(ports, f"{COMPOSE_PROJECT}-kafka", keep=True)
     say("starting Kafka, Flink and ClickHouse (docker-compose)")
     compose("up", "-d", "--remove-orphans", ports=ports, users=users)
     wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES})
@@ -540,6 +608,7 @@ def _migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
 
 def down():
     compose("down", "--volumes", "--remove-orphans")
+    shutil.rmtree(kafka_access(Ports().brokers).root, ignore_errors=True)  # the next stack gets a new CA
 
 
 def cluster_compose(*args, cluster):
@@ -576,6 +645,7 @@ def cluster_up(cluster=None, submit=True, job_args=()):
     """Starts the cluster; with `submit`, migrates ClickHouse and runs the live job with the
     options `job_args` (LiveJob.java). Returns it."""
     cluster = cluster or Cluster.of_make()
+    prepare_kafka_access(cluster.ports, cluster.container("kafka-1"), keep=cluster.project == CLUSTER_PROJECT)
     say(f"starting the cluster {cluster.project}: ZooKeeper, Kafka x3, Flink 2 JobManagers + 2 TaskManagers, "
         "ClickHouse 2 replicas")
     # What the others need first, alone: nine JVMs starting at once on a small machine take
@@ -591,6 +661,7 @@ def cluster_up(cluster=None, submit=True, job_args=()):
 def cluster_down(cluster=None):
     cluster = cluster or Cluster.of_make()
     cluster_compose("down", "--volumes", "--remove-orphans", cluster=cluster)
+    shutil.rmtree(kafka_access(cluster.ports.brokers).root, ignore_errors=True)
     if cluster.project == CLUSTER_PROJECT:
         (CACHE / "cluster.json").unlink(missing_ok=True)  # the next cluster is formatted anew
 
@@ -600,10 +671,11 @@ def _in_container(container, *command):
 
 
 def kafka_topic_command(kafka_container, *args):
-    """Kafka's TopicCommand in a Kafka container, against its own node: what it prints."""
-    port = _in_container(kafka_container, "sh", "-c", "echo ${KAFKA_PORT:-9092}").strip()
+    """Kafka's TopicCommand in a Kafka container, against its own node, as the node: what it prints."""
+    port = _in_container(kafka_container, "sh", "-c", "echo ${KAFKA_INTERNAL_PORT:-9094}").strip()
     return _in_container(kafka_container, "java", "-Xmx256m", "-cp", "/opt/kafka/libs/*",
-                         "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", f"127.0.0.1:{port}", *args)
+                         "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", f"127.0.0.1:{port}",
+                         "--command-config", "/etc/kafka/tools.properties", *args)
 
 
 def create_missing_topics(kafka_container):
@@ -656,8 +728,11 @@ def main(argv):
         "cluster-up": cluster_up,
         "cluster-down": cluster_down,
     }
+    if len(argv) == 2 and argv[0] == "kafka-agent":
+        print(agent_kafka_config(Ports().brokers, argv[1]))
+        return
     if len(argv) != 1 or argv[0] not in commands:
-        sys.exit(f"usage: stack.py {'|'.join(commands)}")
+        sys.exit(f"usage: stack.py {'|'.join(commands)}|kafka-agent HOST")
     commands[argv[0]]()
 
 

@@ -5,6 +5,7 @@ started through testcontainers on free ports with host networking, so a test sta
 never collides with a running demo.
 """
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -58,18 +59,21 @@ FLINK_STATE = "/var/lib/iopipe/flink"  # where start-flink.sh keeps checkpoints 
 def services(names, env=None):
     """The named services on free ports, ready, with fresh ClickHouse users (and the further
     environment `env`), and the name of
-    each one's container; stopped after. The Flink processes share a volume for
+    each one's container; stopped after. Kafka gets a new CA, certificates and principals,
+    and each service its own directory of them. The Flink processes share a volume for
     checkpoints, as the stack's: a Docker volume, which takes its owner (the image's
     unprivileged flink user) from the image's directory."""
     ports = stack.Ports.free()
     users = stack.ClickHouseUsers.generate()
     suffix = uuid.uuid4().hex[:8]
     flink_state = f"iopipe-test-flink-state-{suffix}"
+    kafka_dirs = stack.prepare_kafka_access(ports, f"iopipe-test-kafka-{suffix}").mounts()
     started = {}
     try:
         for service in names:
             image, command = SERVICES[service]
             container = DockerContainer(image).with_name(f"iopipe-test-{service}-{suffix}").with_kwargs(network_mode="host")
+            container.with_volume_mapping(str(kafka_dirs[service.split("-")[0]]), stack.KAFKA_MOUNT, "ro")
             for key, value in {**ports.env(), **users.env(), **(env or {})}.items():
                 container.with_env(key, value)
             if command:
@@ -85,6 +89,7 @@ def services(names, env=None):
         for container in started.values():
             container.stop()
         subprocess.run(["docker", "volume", "rm", "-f", flink_state], capture_output=True)
+        shutil.rmtree(stack.kafka_access(ports.brokers).root, ignore_errors=True)
 
 
 # A disk steps its health down after a minute of quiet rather than five, so a failing

@@ -1,4 +1,5 @@
-"""Records to and from Kafka, as a test sends and checks them."""
+"""Records to and from Kafka, as a test sends and checks them (as iopipe-admin, the
+stack's super user: a test writes where any producer may)."""
 import json
 import time
 import uuid
@@ -6,6 +7,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+
+import stack
 
 TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
 TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
@@ -17,7 +20,7 @@ def produce(brokers, records, wait=True, topics=TOPICS):
     """Each record to its topic in `topics` (by record schema), keyed host/disk as the agents
     and the job key them. Without `wait`, returns the producer with what it has not
     delivered yet (it retries for 5 min)."""
-    producer = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "linger.ms": 20,
+    producer = Producer({**stack.kafka_client(brokers), "enable.idempotence": True, "linger.ms": 20,
                          "message.timeout.ms": 300_000})
     for record in records:
         producer.produce(topics[record["schema"]], key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
@@ -41,7 +44,7 @@ def consume_host(brokers, topic, host):
 def partitions_short_of_copies(brokers, min_in_sync):
     """Each partition, as topic/partition, with no leader or fewer than `min_in_sync` copies
     in sync: an acks=all write to it waits until they catch up."""
-    metadata = AdminClient({"bootstrap.servers": brokers}).list_topics(timeout=10)
+    metadata = AdminClient(stack.kafka_client(brokers)).list_topics(timeout=10)
     return [f"{topic.topic}/{partition.id}" for topic in metadata.topics.values()
             for partition in topic.partitions.values() if partition.leader < 0 or len(partition.isrs) < min_in_sync]
 
@@ -56,7 +59,7 @@ def consume(brokers, topic, wanted, idle_s=5):
     the end of each partition as the read finds it, or until nothing came for `idle_s`
     (a transaction the job left open holds back what a read_committed consumer sees until
     it is aborted). Records still on their way are for the caller to wait for."""
-    consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"itest-{uuid.uuid4()}",
+    consumer = Consumer({**stack.kafka_client(brokers), "group.id": f"itest-{uuid.uuid4()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          "enable.partition.eof": True})
     try:

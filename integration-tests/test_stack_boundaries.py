@@ -1,16 +1,25 @@
-"""The stack's own boundaries: who may start code in Flink, as whom every service runs,
-where ClickHouse's users may come from and what passwords it takes."""
+"""The stack's own boundaries: who may talk to Kafka and what each principal may do there,
+who may start code in Flink, as whom every service runs, where ClickHouse's users may come
+from and what passwords it takes."""
 import json
 import subprocess
+import time
 import urllib.error
 import urllib.request
 import uuid
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import stack
+from confluent_kafka import Consumer, KafkaError, Producer
 from conftest import services
-from migrate import ClickHouseError  # noqa: I100 - found through stack's path
+from kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess, read_properties  # noqa: I100 - found through stack's path
+from kafka_records import ACCEPTED_TOPICS, TOPICS
+from migrate import ClickHouseError
+
+# A consumer refused a topic, or a group its principal may not join.
+DENIED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED)
 
 EMPTY_JAR = b"PK\x05\x06" + bytes(18)  # a zip's end-of-directory record alone
 
@@ -94,3 +103,78 @@ def _exit_code(container):
     state = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .State}}", container],
                                       capture_output=True, text=True, check=True).stdout)
     return None if state["Running"] else state["ExitCode"]
+
+
+def _delivery(config, topic, timeout_s=20):
+    """What became of one record sent to `topic` with the client settings `config`: None
+    once delivered, else the error; and the client's own errors (authentication) on the way."""
+    outcome, client_errors = [], []
+    producer = Producer({**config, "message.timeout.ms": timeout_s * 1000, "error_cb": client_errors.append})
+    producer.produce(topic, b'{"probe": true}', on_delivery=lambda error, _: outcome.append(error))
+    producer.flush(timeout_s + 10)
+    return (outcome or ["undelivered"])[0], [e.code() for e in client_errors]
+
+
+def _read_error(config, topic, group_prefix):
+    """The error a consumer with `config`, in a group its principal may join, meets reading
+    `topic` from its start; None once it was given the topic's partitions and read from
+    them without one; "unassigned" if neither came within 20 s."""
+    client_errors, assigned = [], []
+    consumer = Consumer({**config, "group.id": f"{group_prefix}-probe-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest", "error_cb": client_errors.append})
+    try:
+        consumer.subscribe([topic], on_assign=lambda _, partitions: assigned.extend(partitions))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is not None and message.error():
+                return message.error().code()
+            if client_errors:
+                return client_errors[0].code()
+            if assigned and (message is not None or time.monotonic() > deadline - 10):
+                return None
+        return "unassigned"
+    finally:
+        consumer.close()
+
+
+def test_kafka_takes_only_who_it_knows(pipeline, tmp_path):
+    brokers = pipeline.ports.brokers
+    admin = stack.kafka_client(brokers)
+    wrong_password = {**admin, "sasl.password": "not-the-password"}
+    error, client_errors = _delivery(wrong_password, TOPICS["io.window.v1"], timeout_s=10)
+    assert error is not None and KafkaError._AUTHENTICATION in client_errors, (error, client_errors)
+    plaintext = {"bootstrap.servers": brokers}
+    error, _ = _delivery(plaintext, TOPICS["io.window.v1"], timeout_s=10)
+    assert error is not None, "a client without TLS and SASL gets nothing in"
+    impostor = KafkaAccess(tmp_path).create()  # a CA of the same making, not the stack's
+    untrusted = {**admin, "ssl.ca.location": str(impostor.broker_dir / "ca.pem")}
+    error, _ = _delivery(untrusted, TOPICS["io.window.v1"], timeout_s=10)
+    assert error is not None, "a client that does not trust the stack's CA does not talk to it"
+    clickhouse = stack.kafka_client(brokers, CLICKHOUSE)
+    assert _read_error(clickhouse, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) is None
+    forged = {**clickhouse, **{key: str(impostor.client_dir(CLICKHOUSE) / Path(path).name) for key, path in
+                               clickhouse.items() if key in ("ssl.certificate.location", "ssl.key.location")}}
+    assert _read_error(forged, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) is not None, \
+        "a certificate of the same name from another CA is refused"
+    no_certificate = {key: value for key, value in clickhouse.items()
+                      if key not in ("ssl.certificate.location", "ssl.key.location")}
+    assert _read_error(no_certificate, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) is not None, \
+        "the certificates' listener takes no client without one"
+
+
+def test_each_principal_does_only_its_part(pipeline):
+    """An agent produces its records and nothing else, reads nothing; the job may not pose
+    as an agent; ClickHouse only reads."""
+    brokers = pipeline.ports.brokers
+    agent = {"bootstrap.servers": brokers,
+             **read_properties(stack.agent_kafka_config(brokers, f"boundary-{uuid.uuid4().hex[:6]}"))}
+    assert _delivery(agent, TOPICS["io.diskstats.v1"])[0] is None
+    for topic in (TOPICS["io.window.v1"], TOPICS["io.health.v1"], ACCEPTED_TOPICS["io.diskstats.v1"]):
+        assert _delivery(agent, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
+    assert _read_error(agent, TOPICS["io.diskstats.v1"], JOB_GROUP) in DENIED
+    clickhouse = stack.kafka_client(brokers, CLICKHOUSE)
+    for topic in (TOPICS["io.window.v1"], TOPICS["io.diskstats.v1"]):
+        assert _delivery(clickhouse, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
+    assert _read_error(clickhouse, TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) == KafkaError.TOPIC_AUTHORIZATION_FAILED, \
+        "raw agent records are the job's to judge"

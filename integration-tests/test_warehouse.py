@@ -9,13 +9,15 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
+from contextlib import contextmanager
 
 import pytest
 from confluent_kafka import Producer
 
 import scenarios
 import stack
-from kafka_records import ACCEPTED_TOPICS, dead_letters_naming, produce
+from kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP  # noqa: I100 - found through stack's path
+from kafka_records import ACCEPTED_TOPICS, TOPICS, dead_letters_naming, produce
 
 sys.path[:0] = [str(stack.REPO / "schema" / "queries"), str(stack.REPO / "schema" / "tests")]
 import cookbook  # noqa: E402
@@ -63,15 +65,30 @@ def wait_until_stored(client, db, records, what):
 @pytest.fixture(scope="module")
 def migrated(warehouse):
     ports, users = warehouse
-    migrate.Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=stack.say).up()
+    migrate.Migrator(users.client(ports, "admin"), kafka_brokers=ports.certificate_brokers, log=stack.say).up()
     return ports, users
+
+
+@contextmanager
+def clickhouse_reading_agent_topics(ports):
+    """A warehouse older than raw_tables_read_accepted reads the agent topics: the
+    deployment it belonged to let ClickHouse's principal read them."""
+    kafka_admin = stack.kafka_access(ports.brokers).admin()
+    acl = ("--operation", "Read", "--operation", "Describe",
+           *(arg for record in ACCEPTED_TOPICS for arg in ("--topic", TOPICS[record])))
+    kafka_admin.grant(CLICKHOUSE, *acl)
+    try:
+        yield
+    finally:
+        kafka_admin.revoke(CLICKHOUSE, *acl)
 
 
 def test_up_then_down_leaves_an_empty_server(warehouse):
     ports, users = warehouse
     admin = users.client(ports, "admin")
     db = f"updown_{uuid.uuid4().hex[:8]}"
-    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
+    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.certificate_brokers,
+                                kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=stack.say)
     migrator.up()
     modern_only = {m.version for m in migrate.discover() if m.requires}
     assert modern_only and set(migrator.skipped) == modern_only, "18.16 skips exactly the modern-only migrations"
@@ -101,46 +118,48 @@ def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(w
     sent_before = [r for r in rollups if r["host"] == fleet.host_a]  # host b's come after the upgrade
     produce(ports.brokers, [r for r in fleet.records if r["schema"] != warehouse_fixture.ROLLUP] + sent_before)
     db = f"upgrade_{uuid.uuid4().hex[:8]}"
-    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.brokers, kafka_group=db, log=stack.say)
+    migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.certificate_brokers,
+                                kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=stack.say)
     from_job = next(m.version for m in migrate.discover() if m.name == "latency_from_job")
     reads_accepted = next(m.version for m in migrate.discover() if m.name == "raw_tables_read_accepted")
     assert from_job < reads_accepted
-    migrator.up(to_version=from_job - 1)
-    wait_until_stored(admin, db, raw, "the raw records, read from the agent topics before the upgrade")
-    ios_of = {host: sum(h["count"] for h in fleet.by_schema("io.hist.v1") if h["host"] == host)
-              for host in (fleet.host_a, fleet.host_b)}
+    with clickhouse_reading_agent_topics(ports):
+        migrator.up(to_version=from_job - 1)
+        wait_until_stored(admin, db, raw, "the raw records, read from the agent topics before the upgrade")
+        ios_of = {host: sum(h["count"] for h in fleet.by_schema("io.hist.v1") if h["host"] == host)
+                  for host in (fleet.host_a, fleet.host_b)}
 
-    def summed(table, host):
-        return int(admin.rows(f"SELECT sumMerge(count) FROM {db}.{table} WHERE host = '{host}'")[0][0])
-    stack.wait_for("0009's rollups summing the history", lambda: all(
-        summed(table, host) == ios for table in ("latency_1m", "latency_1h", "latency_1d") for host, ios in ios_of.items()),
-        timeout_s=120)
-    migrator.up()
-    for table in stack.LATENCY_ROLLUPS:
-        moved = admin.rows(f"SELECT sum(count), max(revision) FROM {db}.{table} FINAL WHERE host = '{fleet.host_b}'")
-        assert moved == [(str(ios_of[fleet.host_b]), "0")], f"{table}: host b's history {moved}"
-    produce(ports.brokers, [r for r in rollups if r["host"] == fleet.host_b])
-    produce(ports.brokers, [{**r, "host": r["host"] + "-x"} for r in raw])  # on the agent topics only
-    accepted_after = [{**r, "host": r["host"] + "-c"} for r in raw]  # on the accepted topics only
-    produce(ports.brokers, raw + accepted_after, topics=ACCEPTED_TOPICS)
-    wait_until_stored(admin, db, [r for r in fleet.records if r["schema"] not in ACCEPTED_TOPICS],
-                      "the history in every table after the upgrade")
-    for table in stack.LATENCY_ROLLUPS:
-        sums = admin.rows(f"SELECT host, disk, op, period, revision, count FROM {db}.{table} FINAL "
-                          f"WHERE host LIKE '{fleet.host_a[:-2]}%' AND revision != 2")
-        assert not sums, f"{table}: sums the job's rollups did not replace: {sums}"
-    want = Counter(warehouse_fixture.stored_table(r) for r in raw + accepted_after)
-    hosts = "host IN (" + ", ".join(f"'{h}'" for h in sorted({r["host"] for r in raw + accepted_after})) + ")"
+        def summed(table, host):
+            return int(admin.rows(f"SELECT sumMerge(count) FROM {db}.{table} WHERE host = '{host}'")[0][0])
+        stack.wait_for("0009's rollups summing the history", lambda: all(
+            summed(table, host) == ios for table in ("latency_1m", "latency_1h", "latency_1d") for host, ios in ios_of.items()),
+            timeout_s=120)
+        migrator.up()
+        for table in stack.LATENCY_ROLLUPS:
+            moved = admin.rows(f"SELECT sum(count), max(revision) FROM {db}.{table} FINAL WHERE host = '{fleet.host_b}'")
+            assert moved == [(str(ios_of[fleet.host_b]), "0")], f"{table}: host b's history {moved}"
+        produce(ports.brokers, [r for r in rollups if r["host"] == fleet.host_b])
+        produce(ports.brokers, [{**r, "host": r["host"] + "-x"} for r in raw])  # on the agent topics only
+        accepted_after = [{**r, "host": r["host"] + "-c"} for r in raw]  # on the accepted topics only
+        produce(ports.brokers, raw + accepted_after, topics=ACCEPTED_TOPICS)
+        wait_until_stored(admin, db, [r for r in fleet.records if r["schema"] not in ACCEPTED_TOPICS],
+                          "the history in every table after the upgrade")
+        for table in stack.LATENCY_ROLLUPS:
+            sums = admin.rows(f"SELECT host, disk, op, period, revision, count FROM {db}.{table} FINAL "
+                              f"WHERE host LIKE '{fleet.host_a[:-2]}%' AND revision != 2")
+            assert not sums, f"{table}: sums the job's rollups did not replace: {sums}"
+        want = Counter(warehouse_fixture.stored_table(r) for r in raw + accepted_after)
+        hosts = "host IN (" + ", ".join(f"'{h}'" for h in sorted({r["host"] for r in raw + accepted_after})) + ")"
 
-    def stored_final():
-        return {table: warehouse_fixture.stored_final(admin.rows, db, table, hosts)[0] for table in want}
-    stack.wait_for("the raw records read before the upgrade and those only on the accepted topics, once each",
-                   lambda: stored_final() == want, timeout_s=120)
-    time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s): the agent topics' records had their chance
-    assert stored_final() == want
-    for table in want:
-        assert count(admin, f"{db}.{table}", "host LIKE '%-x'") == 0, f"{table} stored a record no job accepted"
-    migrator.down()
+        def stored_final():
+            return {table: warehouse_fixture.stored_final(admin.rows, db, table, hosts)[0] for table in want}
+        stack.wait_for("the raw records read before the upgrade and those only on the accepted topics, once each",
+                       lambda: stored_final() == want, timeout_s=120)
+        time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s): the agent topics' records had their chance
+        assert stored_final() == want
+        for table in want:
+            assert count(admin, f"{db}.{table}", "host LIKE '%-x'") == 0, f"{table} stored a record no job accepted"
+        migrator.down()
 
 
 def test_retention_drops_only_the_partitions_past_it_on_the_18_16_server(migrated, monkeypatch, capsys):
@@ -233,7 +252,7 @@ def test_a_malformed_message_is_skipped_and_its_neighbours_kept(migrated):
     host = f"bad-{uuid.uuid4().hex[:6]}"
     fleet = warehouse_fixture.fleet(int(time.time()), host)
     before, after = fleet.by_schema("io.hist.v1")[:3], fleet.by_schema("io.hist.v1")[3:6]
-    producer = Producer({"bootstrap.servers": ports.brokers})
+    producer = Producer(stack.kafka_client(ports.brokers))
     for value in ([json.dumps(r) for r in before] + ["{not json", json.dumps({**before[0], "count": "many"})]
                   + [json.dumps(r) for r in after]):
         producer.produce(INGESTED_FROM["io.hist.v1"], key=f"{host}-a/sdb", value=value)
@@ -248,7 +267,7 @@ def test_a_steady_stream_is_stored_while_it_flows(migrated):
     reader = users.client(ports, "reader")
     host = f"steady-{uuid.uuid4().hex[:6]}"
     template = warehouse_fixture.fleet(int(time.time()), host).by_schema("io.hist.v1")[0]
-    producer = Producer({"bootstrap.servers": ports.brokers, "linger.ms": 0})
+    producer = Producer({**stack.kafka_client(ports.brokers), "linger.ms": 0})
     flow_s, every_s, sent, stored = 60, 0.2, 0, 0
     deadline = time.monotonic() + flow_s
     while time.monotonic() < deadline and not stored:

@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import stack
+
 # What the agent prints on stderr once its programs are attached (agent/src/tracer.rs).
 ATTACHED = "tracing block I/O"
 # Ops whose completions /proc/diskstats counts with reads, writes and discards (flushes
@@ -85,7 +87,8 @@ class KafkaTracingAgent:
         self.host = host
         self.log = tempfile.NamedTemporaryFile("w+", prefix="iopipe-agent-", suffix=".log")
         self.process = subprocess.Popen(
-            [str(agent_bin), "run", "--output", "kafka", "--brokers", brokers, "--host", host, *args],
+            [str(agent_bin), "run", "--output", "kafka", "--brokers", brokers, "--host", host,
+             "--kafka-config", str(stack.agent_kafka_config(brokers, host)), *args],
             stderr=self.log, text=True)
         # Counts checked against the kernel's must start after the agent traces: it counts
         # missing completions from its start.

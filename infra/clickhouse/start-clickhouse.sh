@@ -46,6 +46,19 @@ sed -e "s/@ADMIN_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_ADMIN_PASSWORD")/" \
     -e "s/@READER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_READER_PASSWORD")/" \
     -e "s#@WRITER_NETWORKS@#${writer_networks}#" -e "s#@READER_NETWORKS@#${reader_networks}#" \
     /usr/local/share/iopipe/users.xml > /etc/clickhouse-server/users.d/iopipe.xml
+# The Kafka engine's librdkafka settings (TLS, SASL) from the client settings mounted at
+# /etc/iopipe/kafka, as <kafka> elements (ClickHouse reads security_protocol as
+# security.protocol); none without them.
+kafka_settings() {
+  local file=/etc/iopipe/kafka/client.properties key value
+  [ -r "$file" ] || return 0
+  while IFS='=' read -r key value; do
+    [[ -z $key || $key == \#* ]] && continue
+    [[ $key =~ ^[a-z][a-z.]*$ ]] || fail "$file: $key is not a librdkafka setting"
+    value=${value//&/&amp;}; value=${value//</&lt;}; value=${value//>/&gt;}
+    printf '    <%s>%s</%s>\n' "${key//./_}" "$value" "${key//./_}"
+  done < "$file"
+}
 replica_config() {
   [ -n "${CLICKHOUSE_REPLICA:-}" ] || return 0
   local replicas=""
@@ -62,6 +75,7 @@ replica_config() {
   </remote_servers>
 XML
 }
+kafka_xml=$(kafka_settings)
 cat > /etc/clickhouse-server/config.d/iopipe.xml <<XML
 <yandex>
   <listen_host>127.0.0.1</listen_host>
@@ -74,6 +88,7 @@ cat > /etc/clickhouse-server/config.d/iopipe.xml <<XML
   </logger>
   <kafka>
     <auto_offset_reset>smallest</auto_offset_reset>
+${kafka_xml}
   </kafka>
 $(replica_config)
 </yandex>

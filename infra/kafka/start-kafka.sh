@@ -1,8 +1,23 @@
 #!/bin/bash
 # Starts a KRaft Kafka node (broker and controller in one process) on 127.0.0.1 (the
 # container shares the host's network), formats its storage on first start; node 1 then
-# creates the topics listed in topics.txt (generated from schema/topics.json), and every
-# node prints "iopipe: topics ready" once they all exist.
+# creates the principals' credentials and ACLs and the topics listed in topics.txt
+# (generated from schema/topics.json), and every node prints "iopipe: topics ready" once
+# they all exist.
+#
+# Every listener is TLS, with the certificates of /etc/iopipe/kafka (a private CA's,
+# infra/kafka_access.py makes them when the stack starts; nothing is committed):
+#   KAFKA_PORT           clients: SASL_SSL, SCRAM-SHA-512; each principal's ACLs say what it may do
+#   KAFKA_CERTIFICATES_PORT  clients with a certificate of the CA (TLS client authentication,
+#                        principal User:CN=<its CN>): ClickHouse, whose librdkafka predates
+#                        the SCRAM that Kafka 4 checks (confluentinc/librdkafka#4895)
+#   KAFKA_INTERNAL_PORT  the nodes to each other and the tools run here: TLS client certificates
+#   KAFKA_CONTROLLER_PORT  the KRaft quorum: TLS client certificates
+# The nodes' certificate names the super user; principals are the SCRAM users of
+# /etc/iopipe/kafka/users/ (NAME.scram: `SCRAM-SHA-512=iterations=8192,password=...`) and
+# the certificates' CNs, whose ACLs acls.txt gives by role: agents produce to the agents'
+# topics, iopipe-job reads those and writes the rest, CN=iopipe-clickhouse reads what
+# ClickHouse stores, iopipe-admin (tests, operators) is a super user.
 #
 # Alone (the default) it is its own quorum with replication factor 1. In a cluster each
 # node gets KAFKA_NODE_ID, the same KAFKA_CLUSTER_ID and KAFKA_CONTROLLER_VOTERS
@@ -11,6 +26,9 @@
 set -euo pipefail
 PORT=${KAFKA_PORT:-9092}
 CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+INTERNAL_PORT=${KAFKA_INTERNAL_PORT:-9094}
+CERTIFICATES_PORT=${KAFKA_CERTIFICATES_PORT:-9095}
+SECRETS=/etc/iopipe/kafka
 NODE_ID=${KAFKA_NODE_ID:-1}
 REPLICATION=${KAFKA_REPLICATION:-1}
 MIN_INSYNC=${KAFKA_MIN_INSYNC:-1}
@@ -19,7 +37,13 @@ CP="/opt/kafka/libs/*"
 JAVA=(java -Xms256m -Xmx512m -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp "$CP")
 # The tools run for a second or two: a JVM that starts fast matters more than one that runs fast.
 TOOL_JAVA=(java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp "$CP")
-TOOL=("${TOOL_JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$PORT")
+TOOLS_CONFIG=/etc/kafka/tools.properties  # the tools connect as the node: its certificate
+TOOL=("${TOOL_JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$INTERNAL_PORT"
+      --command-config "$TOOLS_CONFIG")
+
+for file in ca.pem node.pem; do
+  [ -r "$SECRETS/$file" ] || { echo "start-kafka: $SECRETS/$file is missing: start the stack with infra/stack.py, which makes the certificates" >&2; exit 2; }
+done
 
 if [ -n "${KAFKA_CONTROLLER_VOTERS:-}" ]; then
   QUORUM="controller.quorum.voters=${KAFKA_CONTROLLER_VOTERS}"
@@ -29,15 +53,34 @@ fi
 
 mkdir -p "$DATA"
 [ -w "$DATA" ] || { echo "start-kafka: $DATA is not writable by $(id -un): a volume an older image made as root; run make down (or docker volume rm) to remove it" >&2; exit 2; }
+cat > "$TOOLS_CONFIG" <<PROPS
+security.protocol=SSL
+ssl.keystore.type=PEM
+ssl.keystore.location=${SECRETS}/node.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=${SECRETS}/ca.pem
+PROPS
 cat > /etc/kafka/server.properties <<PROPS
 process.roles=broker,controller
 node.id=${NODE_ID}
 ${QUORUM}
-listeners=PLAINTEXT://127.0.0.1:${PORT},CONTROLLER://127.0.0.1:${CONTROLLER_PORT}
-advertised.listeners=PLAINTEXT://127.0.0.1:${PORT}
+listeners=SASL_SSL://127.0.0.1:${PORT},CERTIFICATES://127.0.0.1:${CERTIFICATES_PORT},INTERNAL://127.0.0.1:${INTERNAL_PORT},CONTROLLER://127.0.0.1:${CONTROLLER_PORT}
+advertised.listeners=SASL_SSL://127.0.0.1:${PORT},CERTIFICATES://127.0.0.1:${CERTIFICATES_PORT},INTERNAL://127.0.0.1:${INTERNAL_PORT}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CERTIFICATES:SSL,INTERNAL:SSL,CONTROLLER:SSL
+inter.broker.listener.name=INTERNAL
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PEM
+ssl.keystore.location=${SECRETS}/node.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=${SECRETS}/ca.pem
+listener.name.certificates.ssl.client.auth=required
+listener.name.internal.ssl.client.auth=required
+listener.name.controller.ssl.client.auth=required
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:CN=iopipe-kafka-node;User:iopipe-admin
+allow.everyone.if.no.acl.found=false
 log.dirs=${DATA}
 auto.create.topics.enable=false
 default.replication.factor=${REPLICATION}
@@ -81,7 +124,7 @@ create_topic() {
 create_topics() {
   # One after another: each is a tool process, a JVM that takes seconds to start, and
   # more of them at once would only starve the starting brokers of CPU.
-  while read -r topic partitions; do
+  while read -r topic partitions _; do
     create_topic "$topic" "$partitions"
   done < /opt/kafka/topics.txt
   note "topics created"
@@ -89,14 +132,43 @@ create_topics() {
   # commits fail until it is loaded: a consumer that wrote a block and then failed to
   # commit reads the block again (ClickHouse's Kafka tables do). Make it exist first.
   until "${TOOL[@]}" --list 2>/dev/null | grep -qx __consumer_offsets; do
-    "${TOOL_JAVA[@]}" org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "127.0.0.1:$PORT" \
-      --topic io.agent.v1 --group iopipe-offsets-warmup --timeout-ms 3000 >/dev/null 2>&1 || true
+    "${TOOL_JAVA[@]}" org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "127.0.0.1:$INTERNAL_PORT" \
+      --consumer.config "$TOOLS_CONFIG" --topic io.agent.v1 --group iopipe-offsets-warmup --timeout-ms 3000 >/dev/null 2>&1 || true
   done
   note "offsets topic created"
 }
 
+# The SCRAM users of $SECRETS/users/, each created or given its password anew.
+create_users() {
+  local user
+  for user in "$SECRETS"/users/*.scram; do
+    [ -e "$user" ] || continue
+    until "${TOOL_JAVA[@]}" kafka.admin.ConfigCommand --bootstrap-server "127.0.0.1:$INTERNAL_PORT" \
+          --command-config "$TOOLS_CONFIG" --alter --entity-type users --entity-name "$(basename "$user" .scram)" \
+          --add-config-file "$user" >/dev/null 2>&1; do
+      sleep 2
+    done
+  done
+  note "users created"
+}
+
+# acls.txt: one AclCommand's arguments per line (stack.py writes it from schema/topics.json).
+create_acls() {
+  local line
+  while read -r line; do
+    # shellcheck disable=SC2086 # each line is a list of arguments, none with spaces
+    until "${TOOL_JAVA[@]}" org.apache.kafka.tools.AclCommand --bootstrap-server "127.0.0.1:$INTERNAL_PORT" \
+          --command-config "$TOOLS_CONFIG" --add $line >/dev/null 2>&1; do
+      sleep 2
+    done
+  done < /opt/kafka/acls.txt
+  note "ACLs created"
+}
+
 topics_ready() {
   if [ "$NODE_ID" = 1 ]; then
+    create_users
+    create_acls
     create_topics
   fi
   until all_topics_listed; do

@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, Producer
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "infra"), str(REPO / "schema" / "clickhouse")]
 import stack  # noqa: E402
+from kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP  # noqa: E402
 from migrate import Migrator, kafka_tables_of  # noqa: E402
 
 RECORD = "io.hist.v1"
@@ -50,7 +51,7 @@ def histogram(i, start_s):
 
 
 def produce(brokers, n):
-    producer = Producer({"bootstrap.servers": brokers, "linger.ms": 50, "compression.type": "lz4"})
+    producer = Producer({**stack.kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
     start_s = int(time.time()) // 60 * 60
     for i in range(n):
         record = histogram(i, start_s)
@@ -66,8 +67,10 @@ def produce(brokers, n):
 
 
 def raw_consume_s(brokers, n):
-    """Seconds for a plain consumer in a new group to read all n messages from the start."""
-    consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"bench-raw-{uuid.uuid4().hex[:8]}",
+    """Seconds for a plain consumer in a new group to read all n messages from the start, as
+    ClickHouse's principal, over the same listener (TLS with its certificate)."""
+    consumer = Consumer({**stack.kafka_client(brokers, CLICKHOUSE),
+                         "group.id": f"{CLICKHOUSE_GROUP}-bench-raw-{uuid.uuid4().hex[:8]}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     started, read = time.monotonic(), 0
     consumer.subscribe([TOPIC])
@@ -82,7 +85,7 @@ def warehouse_ingest_s(client, brokers, n):
     """{table: seconds} until each table fed from the topic holds all of it, counted from
     the moment a new database's migrations begin (its consumer groups are new)."""
     db = f"ingest_{uuid.uuid4().hex[:8]}"
-    migrator = Migrator(client, db=db, kafka_brokers=brokers, kafka_group=db, log=lambda _: None)
+    migrator = Migrator(client, db=db, kafka_brokers=brokers, kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=lambda _: None)
     started = time.monotonic()
     migrator.up()
     tables = [t.removesuffix("_kafka") for t in kafka_tables_of(TOPIC)]
@@ -147,7 +150,7 @@ def main():
         raw, ingest = [], []
         for run in range(1, args.runs + 1):
             raw.append(raw_consume_s(ports.brokers, args.messages))
-            ingest.append(warehouse_ingest_s(users.client(ports, "admin"), ports.brokers, args.messages))
+            ingest.append(warehouse_ingest_s(users.client(ports, "admin"), ports.certificate_brokers, args.messages))
             stack.say(f"run {run}/{args.runs}: raw consumer {raw[-1]:.1f} s; ClickHouse "
                       + ", ".join(f"{t} {s:.1f} s" for t, s in ingest[-1].items()))
         report(args, args.messages, raw, ingest, args.out)

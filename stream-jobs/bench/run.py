@@ -41,7 +41,8 @@ def main():
                         "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
                         "-cp", f"{jar}:{classpath.read_text().strip()}", "io.iopipe.jobs.bench.StreamBenchmark",
                         "--brokers", ports.brokers, "--disks", args.disks, "--seconds", args.seconds,
-                        "--rounds", args.rounds, "--out", args.out], check=True)
+                        "--rounds", args.rounds, "--out", args.out,
+                        "--kafka-config", str(stack.kafka_java_config(ports.brokers))], check=True)
     finally:
         subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)
 

@@ -126,7 +126,8 @@ class Replay:
              "io.iopipe.jobs.bench.FleetReplay", "--brokers", brokers, "--templates", str(templates),
              "--template-disks", str(TEMPLATE_DISKS), "--disks", str(disks),
              "--host-placeholder", HOST_PLACEHOLDER, "--host-prefix", HOST_PREFIX,
-             "--disks-per-host", str(fleet.DISKS_PER_HOST)], stdout=subprocess.PIPE, text=True)
+             "--disks-per-host", str(fleet.DISKS_PER_HOST),
+             "--kafka-config", str(stack.kafka_java_config(brokers))], stdout=subprocess.PIPE, text=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -165,7 +166,7 @@ class Offsets:
     """Log ends of the agent topics and a consumer group's committed offsets."""
 
     def __init__(self, brokers, topics, group):
-        self.consumer = Consumer({"bootstrap.servers": brokers, "group.id": group, "enable.auto.commit": False})
+        self.consumer = Consumer({**stack.kafka_client(brokers), "group.id": group, "enable.auto.commit": False})
         metadata = self.consumer.list_topics(timeout=30)
         self.partitions = [TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions]
         self.start = self.ends()
@@ -189,8 +190,8 @@ class Offsets:
 
 def empty_topics(brokers, topics):
     """Deletes every record the agent topics hold, so the next job starts on its own fleet's."""
-    admin = AdminClient({"bootstrap.servers": brokers})
-    probe = Consumer({"bootstrap.servers": brokers, "group.id": f"bench-fleet-ends-{uuid.uuid4().hex[:8]}"})
+    admin = AdminClient(stack.kafka_client(brokers))
+    probe = Consumer({**stack.kafka_client(brokers), "group.id": f"bench-fleet-ends-{uuid.uuid4().hex[:8]}"})
     metadata = probe.list_topics(timeout=30)
     ends = [TopicPartition(t, p, probe.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1])
             for t in topics for p in metadata.topics[t].partitions]
@@ -204,7 +205,7 @@ def empty_topics(brokers, topics):
 def plain_read_rate(brokers, start, ends):
     """Records/s of a plain consumer reading [start, ends) of each partition, bytes only,
     for up to PLAIN_READ_S."""
-    consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"bench-fleet-plain-{uuid.uuid4().hex[:8]}",
+    consumer = Consumer({**stack.kafka_client(brokers), "group.id": f"bench-fleet-plain-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
     wanted = sum(ends.values()) - sum(start.values())
@@ -378,7 +379,7 @@ def run_size(cluster, disks, seconds):
     topics = agent_topics(AGENT_RECORDS)
     say(f"{disks:,} disks: emptying the agent topics, starting a fresh live job")
     empty_topics(ports.brokers, topics)
-    group = f"bench-fleet-{disks}-{uuid.uuid4().hex[:8]}"
+    group = f"{stack.JOB_GROUP}-bench-fleet-{disks}-{uuid.uuid4().hex[:8]}"  # the job may read as its groups only
     offsets = Offsets(ports.brokers, topics, group)
     job_id = stack.submit_live_job(ports, group_id=group)
     with tempfile.TemporaryDirectory() as scratch:
