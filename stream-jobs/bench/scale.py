@@ -127,7 +127,8 @@ class Replay:
              "--template-disks", str(TEMPLATE_DISKS), "--disks", str(disks),
              "--host-placeholder", HOST_PLACEHOLDER, "--host-prefix", HOST_PREFIX,
              "--disks-per-host", str(fleet.DISKS_PER_HOST),
-             "--kafka-config", str(stack.kafka_java_config(brokers))], stdout=subprocess.PIPE, text=True)
+             "--kafka-config", str(stack.kafka_java_config(brokers)),
+             "--signing-secret", str(stack.kafka_access(brokers).signing_secret_path())], stdout=subprocess.PIPE, text=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 

@@ -5,9 +5,11 @@ import io.iopipe.jobs.io.KafkaIo;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.List;
@@ -25,7 +27,11 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * --disk-idleness (ISO-8601, default {@link Pipeline.Config#diskIdleness}): how long a disk
  * is silent before its open windows close; --health-recovery (ISO-8601, default
  * {@link Pipeline.Config#healthRecovery}): how long a disk is quiet before its health steps
- * down a level, so a failing disk's ticket resolves after twice that.
+ * down a level, so a failing disk's ticket resolves after twice that; --signing-secret PATH
+ * (default none: records are taken unsigned): the file of the fleet's master secret, with
+ * which every record must carry its host's signature ({@link HostSignatures}); checked where
+ * the job is submitted and read again where it runs, so the file must be at that path in
+ * the cluster's containers too, and the secret never travels in the job graph.
  *
  * <p>Where state is kept and checkpointed, and how failed tasks restart, is the cluster's
  * configuration (infra/flink/start-flink.sh), so the same jar runs anywhere. Every operator
@@ -34,6 +40,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  */
 public final class LiveJob {
     static final long CHECKPOINT_INTERVAL_MS = 10_000;
+    static final String SIGNING_SECRET = "signing-secret";
 
     private LiveJob() {}
 
@@ -52,6 +59,11 @@ public final class LiveJob {
         }
         if (args.has("health-recovery")) {
             config.healthRecovery = duration(args.get("health-recovery", null), "--health-recovery");
+        }
+        if (args.has(SIGNING_SECRET)) {
+            String file = args.get(SIGNING_SECRET, null);
+            HostSignatures.fromFile(SIGNING_SECRET, Path.of(file));  // a bad file is named now, not by each task
+            config.signingSecret = file;
         }
         return config;
     }

@@ -3,6 +3,7 @@ package io.iopipe.jobs.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iopipe.jobs.Args;
 import io.iopipe.jobs.io.KafkaClientConfig;
+import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.Topics;
 import java.io.BufferedReader;
@@ -34,11 +35,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * {@code sent <send_at_ms> <wall_ms_done> <records>} goes to stdout; progress goes to stderr.
  *
  * <p>Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
- * --templates (file), --template-disks T, --disks N, --host-placeholder, --host-prefix,
- * --disks-per-host.
+ * --signing-secret (optional: the fleet's master secret, to sign each record with its host's
+ * key as the agents do, {@link HostSignatures}), --templates (file), --template-disks T,
+ * --disks N, --host-placeholder, --host-prefix, --disks-per-host.
  */
 public final class FleetReplay {
     private static final long PROGRESS_EVERY_MS = 10_000;
+    private static final String SIGNING_SECRET = "signing-secret";
 
     /** One template record: its topic and disk, and its JSON split around the host's value. */
     private record Template(String topic, String disk, byte[] beforeHost, byte[] afterHost) {
@@ -75,12 +78,14 @@ public final class FleetReplay {
         List<Send> sends = load(Path.of(args.required("templates")), templateDisks, args.required("host-placeholder"));
         int disksPerHost = Integer.parseInt(args.required("disks-per-host"));
         String[] hosts = hostNames(disks, args.required("host-prefix"), disksPerHost);
+        HostSignatures signatures = args.has(SIGNING_SECRET)
+                ? HostSignatures.fromFile(SIGNING_SECRET, Path.of(args.get(SIGNING_SECRET, null))) : null;
         try (KafkaProducer<byte[], byte[]> producer =
                      new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
             // Each topic's partitions known before the first second is due, not looked up late.
             sends.get(0).byTemplateDisk().stream().flatMap(List::stream).map(Template::topic).distinct()
                     .forEach(producer::partitionsFor);
-            replay(producer, sends, hosts, templateDisks);
+            replay(producer, sends, hosts, templateDisks, signatures);
         }
     }
 
@@ -124,7 +129,7 @@ public final class FleetReplay {
     }
 
     private static void replay(KafkaProducer<byte[], byte[]> producer, List<Send> sends, String[] hosts,
-                               int templateDisks) throws InterruptedException {
+                               int templateDisks, HostSignatures signatures) throws InterruptedException {
         long sent = 0;
         long lastProgressMs = System.currentTimeMillis();
         long sentAtLastProgress = 0;
@@ -133,7 +138,7 @@ public final class FleetReplay {
             if (waitMs > 0) {
                 Thread.sleep(waitMs);
             }
-            long records = sendAll(producer, send, hosts, templateDisks);
+            long records = sendAll(producer, send, hosts, templateDisks, signatures);
             sent += records;
             long doneMs = System.currentTimeMillis();
             System.out.printf("sent %d %d %d%n", send.atMs(), doneMs, records);
@@ -150,13 +155,20 @@ public final class FleetReplay {
         producer.flush();
     }
 
-    private static long sendAll(KafkaProducer<byte[], byte[]> producer, Send send, String[] hosts, int templateDisks) {
+    private static long sendAll(KafkaProducer<byte[], byte[]> producer, Send send, String[] hosts, int templateDisks,
+                                HostSignatures signatures) {
         long records = 0;
         for (int i = 0; i < hosts.length; i++) {
             byte[] host = hosts[i].getBytes(StandardCharsets.UTF_8);
             for (Template t : send.byTemplateDisk().get(i % templateDisks)) {
                 byte[] key = (hosts[i] + "/" + t.disk()).getBytes(StandardCharsets.UTF_8);
-                producer.send(new ProducerRecord<>(t.topic(), key, t.withHost(host)));
+                byte[] value = t.withHost(host);
+                ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(t.topic(), key, value);
+                if (signatures != null) {
+                    record.headers().add(HostSignatures.HEADER,
+                            signatures.sign(hosts[i], value).getBytes(StandardCharsets.US_ASCII));
+                }
+                producer.send(record);
                 records++;
             }
         }

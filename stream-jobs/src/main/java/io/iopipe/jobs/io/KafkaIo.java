@@ -1,5 +1,6 @@
 package io.iopipe.jobs.io;
 
+import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.Topics;
@@ -15,6 +16,7 @@ import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDe
 import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
 
 /**
  * Kafka source and sink of the live job. Topics are named by schema/topics.json; how the
@@ -77,7 +79,10 @@ public final class KafkaIo {
         @Override
         public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<RawRecord> out) {
             String text = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
-            out.collect(new RawRecord(record.topic() + "/" + record.partition() + "@" + record.offset(), text));
+            Header signature = record.headers().lastHeader(HostSignatures.HEADER);
+            out.collect(new RawRecord(record.topic() + "/" + record.partition() + "@" + record.offset(), text,
+                    signature == null || signature.value() == null ? null
+                            : new String(signature.value(), StandardCharsets.US_ASCII)));
         }
 
         @Override

@@ -4,6 +4,7 @@ import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DecodeException;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
@@ -11,6 +12,8 @@ import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.RecordDecoder;
 import io.iopipe.jobs.records.WindowDecoder;
 import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
@@ -22,17 +25,33 @@ import org.apache.flink.util.Collector;
  * (what ClickHouse's raw tables store). Windows given as input (io.window.v1) go to their
  * own side output, to be compared with their peers. Valid records of a kind this graph does not
  * consume (the agent's own reports, the jobs' outputs fed back) are counted and passed over.
+ *
+ * <p>Given the file of the fleet's master secret, every record, whatever its schema, must
+ * carry the signature of the host it names ({@link HostSignatures}); one that does not is
+ * dead-lettered with the reason and counted in records_unverified_host_total, before
+ * anything reads it.
  */
 public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/decode";
+    static final String SIGNING_SECRET_OPTION = "signing-secret";  // LiveJob's, named in errors
+    private final String signingSecret;
+    private transient HostSignatures signatures;
     private transient Counter decoded;
     private transient Counter deadLettered;
+    private transient Counter unverified;
     private transient Counter passedOver;
+
+    /** `signingSecret`: the master secret's file, or null to take records unsigned. */
+    public DecodeRecords(String signingSecret) {
+        this.signingSecret = signingSecret;
+    }
 
     @Override
     public void open(OpenContext openContext) {
+        signatures = signingSecret == null ? null : HostSignatures.fromFile(SIGNING_SECRET_OPTION, Path.of(signingSecret));
         decoded = getRuntimeContext().getMetricGroup().counter("records_decoded_total");
         deadLettered = getRuntimeContext().getMetricGroup().counter("records_dead_lettered_total");
+        unverified = getRuntimeContext().getMetricGroup().counter("records_unverified_host_total");
         passedOver = getRuntimeContext().getMetricGroup().counter("records_not_consumed_total");
     }
 
@@ -41,6 +60,9 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         long nowNs = DeadLetters.wallClockNs();
         try {
             JsonNode node = Json.parseObject(raw.text);
+            if (!signedByItsHost(node, raw, ctx, nowNs)) {
+                return;
+            }
             String schema = RecordDecoder.schemaOf(node);
             if (WindowDecoder.SCHEMA.equals(schema)) {
                 WindowDecoder.sample(node, nowNs).ifPresent(w -> ctx.output(Pipeline.INPUT_WINDOWS, w));
@@ -67,5 +89,21 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
             deadLettered.inc();
             ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, e.getMessage(), raw.text, nowNs));
         }
+    }
+
+    private boolean signedByItsHost(JsonNode node, RawRecord raw, Context ctx, long nowNs) {
+        if (signatures == null) {
+            return true;
+        }
+        JsonNode host = node.get("host");
+        String refusal = signatures.refusal(host != null && host.isTextual() ? host.asText() : null,
+                raw.text.getBytes(StandardCharsets.UTF_8), raw.signature);
+        if (refusal == null) {
+            return true;
+        }
+        unverified.inc();
+        deadLettered.inc();
+        ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, "unverified host: " + refusal, raw.text, nowNs));
+        return false;
     }
 }

@@ -71,6 +71,12 @@ public final class Pipeline {
         public Duration peerGrace = Duration.ofMinutes(2);
         /** How long (event time) a disk's windows must say nothing about it before its health steps down a level. */
         public Duration healthRecovery = DiskHealth.DEFAULT_RECOVERY;
+        /**
+         * The file of the fleet's master secret ({@link HostSignatures}): with it, a record
+         * is taken only with its host's signature; null takes records unsigned (files,
+         * tests). Read where the job runs, so the secret is not in the job graph.
+         */
+        public String signingSecret;
     }
 
     private Pipeline() {}
@@ -91,7 +97,7 @@ public final class Pipeline {
         // new objects for what it emits and never changes what it receives.
         input.getExecutionEnvironment().getConfig().enableObjectReuse();
         SingleOutputStreamOperator<DiskRecord> decoded = input
-                .process(new DecodeRecords()).name("decode records").uid("decode-records");
+                .process(new DecodeRecords(config.signingSecret)).name("decode records").uid("decode-records");
         // No watermarks: each disk keeps its own event-time clock (DiskWindows). The final
         // watermark of a bounded input still closes every window.
         // A side output belongs to the operator that wrote it: keep each process function's

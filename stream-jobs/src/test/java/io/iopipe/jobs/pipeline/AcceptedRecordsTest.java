@@ -1,23 +1,32 @@
 package io.iopipe.jobs.pipeline;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.IoEvent;
+import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.Topics;
 import io.iopipe.jobs.testing.SchemaFiles;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The agent records the job passes on to the accepted topics, which ClickHouse's raw
@@ -67,11 +76,63 @@ class AcceptedRecordsTest {
         }
     }
 
+    /**
+     * With the master secret, a record is taken only with the signature of the host it
+     * names: one a producer signed with its own key but wrote for another host, or sent
+     * unsigned, is a dead letter saying so, and nothing of it goes further.
+     */
+    @Test
+    void withTheMasterSecretOnlyARecordSignedByItsOwnHostIsTaken(@TempDir Path dir) throws Exception {
+        Path secretFile = dir.resolve("signing.secret");
+        Files.writeString(secretFile, "3c".repeat(32) + "\n");
+        HostSignatures signatures = HostSignatures.ofSecret(HexFormat.of().parseHex("3c".repeat(32)));
+        List<RawRecord> input = new ArrayList<>();
+        Map<String, String> signedByOwnHost = new TreeMap<>();
+        for (String schema : AGENT_RECORDS) {
+            for (JsonNode valid : SchemaFiles.validExamples(schema)) {
+                String own = valid.toString();
+                String host = valid.get("host").asText();
+                input.add(new RawRecord("own " + schema, own, signatures.sign(host, bytes(own))));
+                signedByOwnHost.put(own, host + "/" + valid.get("disk").asText());
+                String forged = ((ObjectNode) valid.deepCopy()).put("host", "victim-" + host).toString();
+                input.add(new RawRecord("forged " + schema, forged, signatures.sign(host, bytes(forged))));
+                input.add(new RawRecord("unsigned " + schema, ((ObjectNode) valid.deepCopy()).put("host", "quiet-" + host).toString()));
+            }
+        }
+        Pipeline.Config config = new Pipeline.Config();
+        config.signingSecret = secretFile.toString();
+
+        Map<String, String> accepted = new TreeMap<>();
+        Map<String, Integer> refusedAs = new TreeMap<>();
+        for (OutputRecord r : run(input, config)) {
+            JsonNode out = Json.MAPPER.readTree(r.json);
+            if (r.acceptedInput) {
+                accepted.put(r.json, r.key);
+            } else if (DeadLetters.SCHEMA.equals(r.schema) && out.get("reason").asText().startsWith("unverified host: ")) {
+                refusedAs.merge(out.get("source").asText().split(" ")[0], 1, Integer::sum);
+            } else {
+                assertFalse(r.json.contains("victim-") || r.json.contains("quiet-"), "went further: " + r.json);
+            }
+        }
+
+        assertEquals(signedByOwnHost, accepted, "every record signed by its own host, and only those");
+        int perKind = signedByOwnHost.size();
+        assertEquals(Map.of("forged", perKind, "unsigned", perKind), refusedAs);
+    }
+
+    private static byte[] bytes(String text) {
+        return text.getBytes(StandardCharsets.UTF_8);
+    }
+
     private static List<OutputRecord> run(List<RawRecord> input) throws Exception {
+        return run(input, new Pipeline.Config());
+    }
+
+    private static List<OutputRecord> run(List<RawRecord> input, Pipeline.Config config) throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(2);
         List<OutputRecord> out = new ArrayList<>();
-        try (CloseableIterator<OutputRecord> results = Pipeline.build(env.fromData(input), new Pipeline.Config())
+        try (CloseableIterator<OutputRecord> results = Pipeline.build(env.fromData(input), config)
                 .executeAndCollect("accepted records")) {
             results.forEachRemaining(out::add);
         }
