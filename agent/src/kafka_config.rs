@@ -308,7 +308,7 @@ mod tests {
 
     fn producer_error(text: &str) -> String {
         let config = load(text).unwrap();
-        format!("{:#}", KafkaSink::connect("127.0.0.1:9", Some(&config)).err().expect("refused"))
+        format!("{:#}", KafkaSink::connect("127.0.0.1:9", Some(&config), None).err().expect("refused"))
     }
 
     #[test]

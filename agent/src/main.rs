@@ -16,6 +16,7 @@ mod restart;
 mod sampler;
 mod sysfs;
 mod run;
+mod signing;
 mod telemetry;
 mod topics;
 mod tracer;
@@ -37,6 +38,7 @@ use record::EVENT_SCHEMA;
 use restart::{PositionKeeper, Resumed, StateFile};
 use run::Run;
 use sampler::Sampler;
+use signing::HostKey;
 use std::collections::BTreeMap;
 use telemetry::MetricsEndpoint;
 use tracer::Tracer;
@@ -83,21 +85,49 @@ struct OutputArgs {
     /// that its group or others can read is said on stderr: chmod 600 it.
     #[arg(long, value_name = "PATH", env = "IOPIPE_KAFKA_CONFIG")]
     kafka_config: Option<PathBuf>,
+    /// The host's signing key, with --output kafka: a file holding it as 64 lowercase hex
+    /// digits, a trailing newline allowed (e.g. /etc/iopipe/kafka/signing.key).
+    ///
+    /// The key is derived from the fleet's master secret for this host (schema/signing.json)
+    /// and signs for records naming this host only. Every record sent to Kafka carries the
+    /// header iopipe-sig, "v1=" and the HMAC-SHA256 of the record's value under the key; the
+    /// stream job, when it holds the master secret, refuses a record unsigned or signed with
+    /// another host's key. Without this option the records go unsigned, said once at start.
+    /// A malformed file stops the agent at start, naming the file; no part of the key is
+    /// ever printed. A key file its group or others can read is said on stderr: chmod 600 it.
+    #[arg(long, value_name = "PATH", env = "IOPIPE_SIGNING_KEY")]
+    signing_key: Option<PathBuf>,
+}
+
+/// What --output kafka takes from files: read and checked at start, before anything else.
+#[derive(Default)]
+struct KafkaFiles {
+    config: Option<KafkaConfig>,
+    signing_key: Option<HostKey>,
 }
 
 impl OutputArgs {
-    /// The settings of --kafka-config, with --output kafka.
-    fn kafka_config(&self) -> Result<Option<KafkaConfig>> {
-        match (self.output, &self.kafka_config) {
-            (Output::Kafka, Some(path)) => KafkaConfig::load(path).map(Some),
-            _ => Ok(None),
+    /// The files of --kafka-config and --signing-key, with --output kafka. Says once when
+    /// there is no key: the records would be refused by a job that checks signatures.
+    fn kafka_files(&self) -> Result<KafkaFiles> {
+        if !matches!(self.output, Output::Kafka) {
+            return Ok(KafkaFiles::default());
         }
+        let config = self.kafka_config.as_deref().map(KafkaConfig::load).transpose()?;
+        let signing_key = self.signing_key.as_deref().map(HostKey::load).transpose()?;
+        if signing_key.is_none() {
+            eprintln!("iopipe-agent: no --signing-key (IOPIPE_SIGNING_KEY): records go to Kafka unsigned, and a stream \
+                       job that holds the master secret refuses every one of them");
+        }
+        Ok(KafkaFiles { config, signing_key })
     }
 
-    fn sink(&self, kafka_config: Option<&KafkaConfig>) -> Result<Box<dyn Sink>> {
+    fn sink(&self, kafka_files: KafkaFiles) -> Result<Box<dyn Sink>> {
         Ok(match self.output {
             Output::Stdout => Box::new(StdoutSink::new()),
-            Output::Kafka => Box::new(KafkaSink::connect(&self.brokers, kafka_config)?),
+            Output::Kafka => {
+                Box::new(KafkaSink::connect(&self.brokers, kafka_files.config.as_ref(), kafka_files.signing_key)?)
+            }
             Output::Unix => match &self.socket {
                 Some(path) => Box::new(UnixSink::new(path.clone())),
                 None => bail!("--output unix needs --socket PATH (where Vector's socket source listens)"),
@@ -285,7 +315,7 @@ fn run(args: RunArgs) -> Result<()> {
     };
     let labels = parse_labels(&args.labels)?;
     // Before the programs attach: a bad file stops the agent before it changes anything.
-    let kafka_config = args.out.kafka_config()?;
+    let kafka_files = args.out.kafka_files()?;
     let sampler = Sampler {
         proc_root: args.proc_root.clone(),
         sys_root: args.sys_root.clone(),
@@ -320,7 +350,7 @@ fn run(args: RunArgs) -> Result<()> {
         labels,
         sampler,
         tracer,
-        sink: args.out.sink(kafka_config.as_ref())?,
+        sink: args.out.sink(kafka_files)?,
         metrics,
         positions: state_file.map(PositionKeeper::new),
         interval: Duration::from_millis(args.interval_ms),
@@ -485,7 +515,7 @@ fn send_converted(
     records: impl Iterator<Item = (&'static str, String, serde_json::Result<String>)>,
     report: impl FnOnce(&str),
 ) -> Result<()> {
-    let mut sink = out.sink(out.kafka_config()?.as_ref())?;
+    let mut sink = out.sink(out.kafka_files()?)?;
     let mut topic_of: BTreeMap<&str, String> = BTreeMap::new();
     for (schema, key, json) in records {
         let topic = topic_of.entry(schema).or_insert_with(|| topics::topic_for(schema));

@@ -1,9 +1,11 @@
 //! Where records go: NDJSON on stdout or a unix socket (for Vector), or straight to Kafka.
 
 use crate::kafka_config::KafkaConfig;
+use crate::signing::{self, HostKey};
 use anyhow::{Context, Result};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 use crate::telemetry::Counter;
@@ -153,6 +155,8 @@ pub struct KafkaSink {
     producer: ThreadedProducer<DeliveryCounter>,
     stats: Arc<DeliveryStats>,
     handed: u64,
+    /// Signs every record when given (signing.rs); without it records go unsigned.
+    signing_key: Option<HostKey>,
 }
 
 /// Memory the producer may hold while the brokers are away; past it records are shed.
@@ -179,8 +183,9 @@ pub const PRODUCER_SETTINGS: [(&str, &str); 6] = [
 ];
 
 impl KafkaSink {
-    /// A producer for `brokers`, with the settings of `file` added to the agent's own.
-    pub fn connect(brokers: &str, file: Option<&KafkaConfig>) -> Result<Self> {
+    /// A producer for `brokers`, with the settings of `file` added to the agent's own, that
+    /// signs every record with `signing_key` when given.
+    pub fn connect(brokers: &str, file: Option<&KafkaConfig>, signing_key: Option<HostKey>) -> Result<Self> {
         let stats = Arc::new(DeliveryStats::default());
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", brokers);
@@ -197,7 +202,28 @@ impl KafkaSink {
                 None => err.into(),
             })
             .with_context(|| format!("creating a Kafka producer for {brokers}"))?;
-        Ok(KafkaSink { producer, stats, handed: 0 })
+        Ok(KafkaSink { producer, stats, handed: 0, signing_key })
+    }
+}
+
+/// The record of `payload`, numbered `number` in sending order, with its signature header
+/// when there is a key. The signature is of the payload's bytes as handed to the producer:
+/// compression happens below the record, and the stream job sees these bytes again.
+fn kafka_record<'a>(
+    topic: &'a str,
+    key: &'a str,
+    payload: &'a str,
+    number: u64,
+    signing_key: Option<&HostKey>,
+) -> BaseRecord<'a, str, str, Box<u64>> {
+    let record = BaseRecord::with_opaque_to(topic, Box::new(number)).key(key).payload(payload);
+    match signing_key {
+        Some(signing_key) => {
+            let signature = signing_key.header_value(payload.as_bytes());
+            let header = Header { key: signing::header_name(), value: Some(&signature) };
+            record.headers(OwnedHeaders::new_with_capacity(1).insert(header))
+        }
+        None => record,
     }
 }
 
@@ -205,7 +231,7 @@ impl Sink for KafkaSink {
     fn send(&mut self, topic: &str, key: &str, payload: &str) -> Result<()> {
         let number = self.handed;
         self.handed += 1;
-        let record = BaseRecord::with_opaque_to(topic, Box::new(number)).key(key).payload(payload);
+        let record = kafka_record(topic, key, payload, number, self.signing_key.as_ref());
         match self.producer.send(record) {
             Ok(()) => Ok(()),
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
@@ -404,6 +430,10 @@ impl Sink for UnixSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::Headers;
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::{Message, Offset, TopicPartitionList};
 
     #[test]
     fn only_the_unbroken_run_of_settled_records_from_the_first_counts() {
@@ -421,13 +451,77 @@ mod tests {
     #[test]
     fn records_in_the_producers_memory_are_not_settled() {
         // Nothing listens there: every record waits in the producer for a broker.
-        let mut sink = KafkaSink::connect("127.0.0.1:9", None).unwrap();
+        let mut sink = KafkaSink::connect("127.0.0.1:9", None, None).unwrap();
         for n in 0..3 {
             sink.send("io.hist.v1", "h/sdb", &format!("{{\"n\":{n}}}")).unwrap();
         }
         sink.flush().unwrap();
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!((sink.records_handed(), sink.records_settled()), (3, 0));
+    }
+
+    fn test_key() -> HostKey {
+        signing::host_key(b"a master secret for the tests", "db-17")
+    }
+
+    /// Each header of a record, by name.
+    fn headers_of(headers: Option<&impl Headers>) -> Vec<(String, String)> {
+        headers.map_or_else(Vec::new, |headers| {
+            headers
+                .iter()
+                .map(|h| (h.key.to_string(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned()))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn a_record_carries_the_signature_of_its_value() {
+        let key = test_key();
+        let payload = r#"{"schema":"io.hist.v1","host":"db-17"}"#;
+        let record = kafka_record("io.hist.v1", "db-17/sdb", payload, 7, Some(&key));
+        assert_eq!(headers_of(record.headers.as_ref()), [("iopipe-sig".to_string(), key.header_value(payload.as_bytes()))]);
+        assert_eq!((record.payload, record.key, *record.delivery_opaque), (Some(payload), Some("db-17/sdb"), 7));
+        let unsigned = kafka_record("io.hist.v1", "db-17/sdb", payload, 7, None);
+        assert!(unsigned.headers.is_none());
+    }
+
+    #[test]
+    fn every_record_the_sink_produces_arrives_signed() {
+        const TOPIC: &str = "io.hist.v1";
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic(TOPIC, 1, 1).unwrap();
+        let key = test_key();
+        let mut sink = KafkaSink::connect(&cluster.bootstrap_servers(), None, Some(key.clone())).unwrap();
+        let payloads: Vec<String> = (0..3).map(|n| format!(r#"{{"schema":"io.hist.v1","n":{n}}}"#)).collect();
+        for payload in &payloads {
+            sink.send(TOPIC, "db-17/sdb", payload).unwrap();
+        }
+        sink.close().unwrap();
+        assert_eq!(sink.stats.delivered.load(Ordering::Relaxed), 3);
+
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", cluster.bootstrap_servers())
+            .set("group.id", "iopipe-agent-tests")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        let mut partition = TopicPartitionList::new();
+        partition.add_partition_offset(TOPIC, 0, Offset::Beginning).unwrap();
+        consumer.assign(&partition).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut received = Vec::new();
+        while received.len() < payloads.len() && Instant::now() < deadline {
+            if let Some(message) = consumer.poll(Duration::from_millis(200)) {
+                let message = message.unwrap();
+                let value = message.payload().unwrap().to_vec();
+                received.push((String::from_utf8(value).unwrap(), headers_of(message.headers())));
+            }
+        }
+        let expected: Vec<(String, Vec<(String, String)>)> = payloads
+            .iter()
+            .map(|p| (p.clone(), vec![("iopipe-sig".to_string(), key.header_value(p.as_bytes()))]))
+            .collect();
+        assert_eq!(received, expected);
     }
 
     #[test]

@@ -208,3 +208,33 @@ fn a_capture_that_does_not_name_its_host_asks_for_one() {
     assert!(!ok && records.is_empty());
     assert!(stderr.contains("pass --host"), "{stderr}");
 }
+
+/// Runs the agent for Kafka with `key_text` as its signing key file, passed by `--signing-key`
+/// or by IOPIPE_SIGNING_KEY; nothing listens at the brokers, so it must stop before sending.
+fn run_for_kafka_with_key(key_text: &str, by_env: bool) -> (String, String, bool) {
+    let key = std::env::temp_dir().join(format!("iopipe-agent-{}-{by_env}-signing.key", std::process::id()));
+    std::fs::write(&key, key_text).unwrap();
+    let root = agent_dir().join("tests/fixtures/host-a");
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"));
+    agent.args(["run", "--no-trace", "--count", "1", "--host", "fixture-host", "--output", "kafka", "--brokers", "127.0.0.1:9"]);
+    agent.arg("--proc-root").arg(root.join("proc")).arg("--sys-root").arg(root.join("sys"));
+    if by_env {
+        agent.env("IOPIPE_SIGNING_KEY", &key);
+    } else {
+        agent.env_remove("IOPIPE_SIGNING_KEY").arg("--signing-key").arg(&key);
+    }
+    let out = agent.output().expect("agent runs");
+    std::fs::remove_file(&key).unwrap();
+    (key.display().to_string(), String::from_utf8(out.stderr).unwrap(), out.status.success())
+}
+
+#[test]
+fn a_malformed_signing_key_stops_the_agent_naming_the_file_not_the_key() {
+    let secret = "5ec2e7d1";
+    for by_env in [false, true] {
+        let (path, stderr, ok) = run_for_kafka_with_key(&format!("{}\n", secret.repeat(9)), by_env);
+        assert!(!ok, "{stderr}");
+        assert!(stderr.contains(&format!("--signing-key {path} holds 72 characters")), "{stderr}");
+        assert!(!stderr.contains(secret), "{stderr}");
+    }
+}
