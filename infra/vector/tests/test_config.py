@@ -1,7 +1,8 @@
 """vector.yaml's structure against Vector 0.50's own reference, so that a typo fails here
-rather than on the host: every component's type exists, its options exist (nested ones
-too) with allowed values, its required options are there, its inputs name outputs that
-exist, its files exist, and the Kafka sinks write the topics schema/topics.json lists.
+rather than on the host: every component's and secret backend's type exists, its options
+exist (nested ones too) with allowed values, its required options are there, its inputs
+name outputs that exist, its files exist, the Kafka sinks write the topics
+schema/topics.json lists, and the agent topics are signed as schema/signing.json says.
 
 The reference table, vector-0.50-components.json, was taken from Vector's documentation
 source at tag v0.50.0 (its $comment says which files); Vector itself cannot be installed
@@ -20,6 +21,7 @@ ROOT = VECTOR_DIR.parent.parent  # Vector's working directory: file paths resolv
 CONFIG = VECTOR_DIR / "vector.yaml"
 REFERENCE = json.loads((Path(__file__).parent / "vector-0.50-components.json").read_text())
 TOPICS = json.loads((ROOT / "schema" / "topics.json").read_text())
+SIGNING = json.loads((ROOT / "schema" / "signing.json").read_text())
 
 # Vector's smallest disk buffer: "If type = "disk" then must be at least ~256 megabytes
 # (268435488 bytes)" (buffer.max_size, website/cue/reference/components/generated/sinks.cue, v0.50.0).
@@ -27,6 +29,8 @@ MIN_DISK_BUFFER_BYTES = 268435488
 
 # Vector's interpolation of environment variables into the config text (src/config/vars.rs, v0.50.0).
 INTERPOLATION = re.compile(r"\$\$|\$([\w.]+)|\$\{([\w.]+)(?:(:?-|:?\?)([^}]*))?\}")
+# Vector's secret placeholder, SECRET[backend.key], filled after the variables (src/config/loading/secret.rs, v0.50.0).
+SECRET_PLACEHOLDER = re.compile(r"SECRET\[(\w+)\.([\w.-]+)\]")
 
 
 def interpolate(text, env):
@@ -54,7 +58,9 @@ def interpolate(text, env):
     return text
 
 
-# What a host must set: its principal's credentials (no default would be right).
+# What a host must set: its principal's credentials (no default would be right). Its host
+# key is a file (signing.key in IOPIPE_SIGNING_KEY_DIR), which Vector reads through its secret
+# backend; the structure checked here holds the placeholder, so these tests need no key.
 REQUIRED = {"IOPIPE_KAFKA_USERNAME": "agent-web-17", "IOPIPE_KAFKA_PASSWORD": "from-the-environment"}
 
 
@@ -106,6 +112,14 @@ def test_component_is_a_vector_050_type_with_its_options(kind, cid, options):
     assert option_problems(given, reference, f"{kind}.{cid}") == []
 
 
+@pytest.mark.parametrize("name,options", CONFIG_DOC.get("secret", {}).items())
+def test_secret_backend_is_a_vector_050_type_with_its_options(name, options):
+    types = REFERENCE["secret"]["types"]
+    assert options.get("type") in types, f"secret.{name}: type {options.get('type')!r} is not a Vector 0.50 secret backend"
+    given = {k: v for k, v in options.items() if k != "type"}
+    assert option_problems(given, types[options["type"]], f"secret.{name}") == []
+
+
 def test_the_reference_would_catch_a_typo():
     """The check above can say no: a misspelt option, a wrong enum value, a missing required one."""
     kafka = {**REFERENCE["sinks"]["common"], **REFERENCE["sinks"]["types"]["kafka"]}
@@ -145,11 +159,15 @@ def test_every_output_is_read_so_nothing_leaves_unseen():
 
 
 def test_remap_programs_live_in_files_that_exist():
+    """Vector fills secrets into the config's own text, never into a .vrl file, so the one
+    program that holds a secret is written in vector.yaml; every other one is a file."""
     remaps = {cid: o for cid, o in CONFIG_DOC["transforms"].items() if o["type"] == "remap"}
     assert remaps
     for cid, options in remaps.items():
-        assert "source" not in options, f"{cid}: VRL lives in .vrl files"
-        assert (ROOT / options["file"]).is_file(), f"{cid}: {options['file']}"
+        if "source" in options:
+            assert "file" not in options and SECRET_PLACEHOLDER.search(options["source"]), f"{cid}: VRL lives in .vrl files"
+        else:
+            assert (ROOT / options["file"]).is_file(), f"{cid}: {options['file']}"
 
 
 def kafka_sinks():
@@ -222,3 +240,74 @@ def test_kafka_sinks_authenticate_over_tls_with_a_password_from_the_environment(
         assert options["sasl"] == {"enabled": True, "mechanism": "SCRAM-SHA-512", **{
             "username": REQUIRED["IOPIPE_KAFKA_USERNAME"], "password": REQUIRED["IOPIPE_KAFKA_PASSWORD"]}}, cid
     assert "password: ${IOPIPE_KAFKA_PASSWORD:?" in text, "the password is read from the environment only"
+
+
+def agent_topic_sinks():
+    agent_topics = {t["name"] for t in TOPICS["topics"] if t["producer"] == "agent"}
+    return {cid: o for cid, o in kafka_sinks().items() if o["topic"] in agent_topics}
+
+
+def signing_remaps():
+    """The remaps that set the signature header: those that write %kafka_headers."""
+    return {cid: o for cid, o in CONFIG_DOC["transforms"].items()
+            if o["type"] == "remap" and "%kafka_headers =" in o.get("source", "")}
+
+
+def test_agent_topics_are_sent_as_the_signed_message_with_its_header():
+    """The sink sends .message as it is (codec text) and the header sign set: the value
+    Kafka carries is the one signed. Dead letters stay JSON records, unsigned."""
+    agent = agent_topic_sinks()
+    assert len(agent) == len([t for t in TOPICS["topics"] if t["producer"] == "agent"])
+    for cid, options in agent.items():
+        assert options["encoding"] == {"codec": "text"}, cid
+        assert options["headers_key"] == "%kafka_headers", cid
+    for cid, options in kafka_sinks().items():
+        if cid not in agent:
+            assert options["encoding"] == {"codec": "json"} and "headers_key" not in options, cid
+
+
+def test_every_path_from_the_agent_to_an_agent_topic_passes_the_signing():
+    """Take the signing transform out of the graph: no agent topic's sink can then be
+    reached from the socket, so nothing reaches one unsigned."""
+    (signer,) = signing_remaps()
+    readers = {}
+    for kind in ("transforms", "sinks"):
+        for cid, options in CONFIG_DOC[kind].items():
+            for source in options["inputs"]:
+                readers.setdefault(source.split(".")[0], set()).add(cid)
+    reached, frontier = set(), {cid for cid, o in CONFIG_DOC["sources"].items() if o["type"] == "socket"}
+    while frontier:
+        reached |= frontier
+        frontier = {r for cid in frontier for r in readers.get(cid, ()) if r != signer} - reached
+    assert not reached & set(agent_topic_sinks()), "an agent topic reachable without signing"
+    assert set(kafka_sinks()) - set(agent_topic_sinks()) <= reached, "the dead letters are reached (the check can say no)"
+
+
+def test_the_signature_has_the_contracts_header_name_and_version():
+    """schema/signing.json names the header and the version; vector.yaml must not retype
+    them differently, in the signing program or in its tests."""
+    text = CONFIG.read_text()
+    (source,) = [o["source"] for o in signing_remaps().values()]
+    assert f'%kafka_headers = {{"{SIGNING["header"]}": "{SIGNING["version"]}=" + encode_base16(' in source, source
+    assert 'algorithm: "SHA-256"' in source and SIGNING["algorithm"] == "HMAC-SHA256"
+    headers = re.findall(r'%kafka_headers\s*==?\s*\{\s*"([^"]+)"', text) + re.findall(r'%kafka_headers\."([^"]+)"', text)
+    versions = re.findall(r'"([^"]*)=" \+', text)
+    assert len(headers) >= 2 and set(headers) == {SIGNING["header"]}, headers
+    assert len(versions) >= 2 and set(versions) == {SIGNING["version"]}, versions
+
+
+def test_the_host_key_comes_from_its_file_through_a_directory_secret_backend():
+    """The key is signing.key in IOPIPE_SIGNING_KEY_DIR, as the contract hands it to a host (a
+    trailing newline allowed), never a literal in vector.yaml; a malformed one is refused
+    before any signing."""
+    placeholders = set(SECRET_PLACEHOLDER.findall(CONFIG.read_text()))
+    assert len(placeholders) == 1, placeholders
+    ((backend, key),) = placeholders
+    assert key == "signing.key"
+    options = CONFIG_DOC["secret"][backend]
+    assert options == {"type": "directory", "path": "/etc/iopipe/kafka", "remove_trailing_whitespace": True}
+    assert load({**REQUIRED, "IOPIPE_SIGNING_KEY_DIR": "/run/keys"})["secret"][backend]["path"] == "/run/keys"
+    (source,) = [o["source"] for o in signing_remaps().values()]
+    assert f"host_key = s'SECRET[{backend}.{key}]'" in source
+    check = source.index("if !match(host_key, r'\\A[0-9a-f]{64}\\z')")
+    assert check < source.index("abort") < source.index("hmac("), "checked, and refused, before it signs"

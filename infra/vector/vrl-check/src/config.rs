@@ -1,5 +1,6 @@
 //! vector.yaml read as Vector 0.50 reads it: environment variables interpolated into the
-//! text (src/config/vars.rs), then YAML with merge keys applied (src/config/format.rs).
+//! text (src/config/vars.rs), then its secrets (src/config/loading/secret.rs), then YAML
+//! with merge keys applied (src/config/format.rs).
 
 use regex::{Captures, Regex};
 use serde_yaml::{Mapping, Value as Yaml};
@@ -39,6 +40,53 @@ pub fn interpolate(text: &str, vars: &HashMap<String, String>) -> Result<String,
     if errors.is_empty() { Ok(text.into_owned()) } else { Err(errors) }
 }
 
+/// Vector's secret placeholder, `SECRET[backend.key]` (src/config/loading/secret.rs).
+fn secret_placeholder() -> Regex {
+    Regex::new(r"SECRET\[([[:word:]]+)\.([[:word:].-]+)\]").unwrap()
+}
+
+/// Fills every secret placeholder with the secret its backend (the config's `secret`
+/// section) holds, as Vector does once variables are in; a secret it cannot get is an
+/// error, so Vector would not start. vrl-check reads `directory` backends only.
+pub fn interpolate_secrets(text: &str) -> Result<String, Vec<String>> {
+    let placeholder = secret_placeholder();
+    if !placeholder.is_match(text) {
+        return Ok(text.to_string());
+    }
+    let doc: Yaml = serde_yaml::from_str(text).map_err(|e| vec![e.to_string()])?;
+    let backends = doc.get("secret").and_then(Yaml::as_mapping);
+    let mut errors = Vec::new();
+    let text = placeholder.replace_all(text, |caps: &Captures<'_>| {
+        read_secret(backends, &caps[1], &caps[2]).unwrap_or_else(|e| {
+            errors.push(e);
+            String::new()
+        })
+    });
+    if errors.is_empty() { Ok(text.into_owned()) } else { Err(errors) }
+}
+
+/// A secret of a `directory` backend: the file named by its key in the backend's `path`,
+/// trailing whitespace removed when asked (src/secrets/directory.rs). Errors name the
+/// file, never what it holds.
+fn read_secret(backends: Option<&Mapping>, backend: &str, key: &str) -> Result<String, String> {
+    let options = backends
+        .and_then(|b| b.get(backend))
+        .and_then(Yaml::as_mapping)
+        .ok_or(format!("Backend \"{backend}\" is required for secret retrieval but was not found in config."))?;
+    if text(options, "type") != Some("directory") {
+        return Err(format!("secret backend {backend}: vrl-check reads type directory only"));
+    }
+    let dir = text(options, "path").ok_or(format!("secret backend {backend}: no path"))?;
+    let file = Path::new(dir).join(key);
+    let contents = std::fs::read_to_string(&file)
+        .map_err(|e| format!("Error while retrieving secret from backend \"{backend}\": {}: {e}.", file.display()))?;
+    let secret = if flag(options, "remove_trailing_whitespace", false) { contents.trim_end() } else { &contents };
+    if secret.is_empty() {
+        return Err(format!("Error while retrieving secret from backend \"{backend}\": secret in file '{key}' was empty."));
+    }
+    Ok(secret.to_string())
+}
+
 /// The configuration's components by kind, and its tests.
 pub struct Config {
     pub sources: BTreeMap<String, Mapping>,
@@ -51,6 +99,7 @@ impl Config {
     pub fn load(path: &Path, vars: &HashMap<String, String>) -> Result<Config, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         let text = interpolate(&text, vars).map_err(|errors| errors.join("; "))?;
+        let text = interpolate_secrets(&text).map_err(|errors| errors.join("; "))?;
         let mut doc: Yaml = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         doc.apply_merge().map_err(|e| format!("{}: merge keys: {e}", path.display()))?;
         let section = |name: &str| -> Result<BTreeMap<String, Mapping>, String> {

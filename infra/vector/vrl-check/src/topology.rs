@@ -16,7 +16,8 @@ use vrl::value::Value;
 /// A `remap` transform with Vector 0.50's options and their defaults (drop_on_abort true,
 /// drop_on_error false, reroute_dropped false).
 pub struct Remap {
-    pub file: String,
+    /// Where its program is: its file, or its transform's own `source`.
+    pub origin: String,
     pub program: Program,
     drop_on_abort: bool,
     drop_on_error: bool,
@@ -49,7 +50,11 @@ pub struct Sink {
 pub struct KafkaRecord {
     pub topic: String,
     pub key: Option<String>,
+    /// The message value, byte for byte as the sink's codec writes it.
+    pub value: String,
+    /// The value read as JSON (null when it is not JSON).
     pub payload: serde_json::Value,
+    pub headers: BTreeMap<String, String>,
 }
 
 pub struct Topology {
@@ -197,8 +202,10 @@ impl Counter {
 }
 
 impl Sink {
-    /// The record a Kafka sink makes of an event: its topic template rendered, its key from
-    /// key_field, its payload the event as JSON (the `json` codec writes no metadata).
+    /// The record a Kafka sink makes of an event (Vector v0.50.0, src/sinks/kafka/
+    /// request_builder.rs): its topic template rendered; its key from key_field; its value
+    /// as the codec writes it, `json` the event (no metadata) and `text` its `message`
+    /// alone; its headers the strings of the object at headers_key.
     pub fn kafka_record(&self, event: &Event) -> KafkaRecord {
         assert_eq!(self.kind, "kafka", "not a kafka sink");
         let topic = render(config::text(&self.options, "topic").expect("a kafka sink has a topic"), event);
@@ -207,7 +214,30 @@ impl Sink {
             Some(other) => other.to_string(),
             None => String::new(),
         });
-        KafkaRecord { topic, key, payload: event.to_json() }
+        let codec = self.options.get("encoding").and_then(|encoding| encoding.get("codec")).and_then(Yaml::as_str);
+        let value = match codec {
+            Some("json") => event.to_json().to_string(),
+            // TextSerializer: the message coerced to bytes; nothing when there is none.
+            Some("text") => match event.get(".message") {
+                Some(Value::Bytes(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            },
+            other => panic!("vrl-check plays the json and text codecs, not {other:?}"),
+        };
+        let payload = serde_json::from_str(&value).unwrap_or(serde_json::Value::Null);
+        let headers = match config::text(&self.options, "headers_key").and_then(|field| event.get(field)) {
+            None => BTreeMap::new(),
+            Some(Value::Object(headers)) => headers
+                .iter()
+                .map(|(name, value)| match value {
+                    Value::Bytes(bytes) => (name.to_string(), String::from_utf8_lossy(bytes).into_owned()),
+                    other => panic!("header {name} is {other}: Vector would leave it out with a KafkaHeaderExtractionError"),
+                })
+                .collect(),
+            Some(other) => panic!("headers_key holds {other}, not an object: Vector would send no headers"),
+        };
+        KafkaRecord { topic, key, value, payload, headers }
     }
 }
 
@@ -223,11 +253,18 @@ pub fn render(template: &str, event: &Event) -> String {
         .into_owned()
 }
 
+/// A remap's program, from its `file` (resolved against `root`) or its own `source`.
 fn remap(id: &str, options: &Mapping, root: &Path) -> Result<Remap, String> {
-    let file = config::text(options, "file").ok_or(format!("remap {id}: vector.yaml keeps VRL in files (file:)"))?;
-    let (program, _) = program::compile_file(&root.join(file))?;
+    let (program, origin) = match (config::text(options, "file"), config::text(options, "source")) {
+        (Some(file), None) => (program::compile_file(&root.join(file))?.0, file.to_string()),
+        (None, Some(source)) => {
+            let origin = format!("the source of transform {id}");
+            (program::compile(source, &origin)?, origin)
+        }
+        _ => return Err(format!("remap {id}: one of file and source, as Vector requires")),
+    };
     Ok(Remap {
-        file: file.to_string(),
+        origin,
         program,
         drop_on_abort: config::flag(options, "drop_on_abort", true),
         drop_on_error: config::flag(options, "drop_on_error", false),

@@ -92,6 +92,7 @@ fn malformed_lines_become_valid_dead_letters_counted_by_stage() {
         let letter = &letters[0];
         assert_eq!(common::schema_errors("io.deadletter.v1", &letter.payload), None, "{}", letter.payload);
         assert_eq!(letter.key.as_deref(), letter.payload["source"].as_str(), "keyed by its source");
+        assert!(letter.headers.is_empty(), "dead letters go unsigned: {:?}", letter.headers);
         let raw = letter.payload["raw"].as_str().unwrap();
         let cut = line.chars().count() > 4096;
         assert_eq!(letter.payload["raw_truncated"], Json::Bool(cut));

@@ -47,7 +47,7 @@ fn enrich_can_neither_fail_nor_abort_so_no_valid_record_is_held_back() {
     let topology = common::setup();
     let Transform::Remap(enrich) = &topology.transforms["enrich"] else { panic!("enrich is a remap") };
     let info = enrich.program.info();
-    assert!(!info.fallible && !info.abortable, "{} may fail or abort", enrich.file);
+    assert!(!info.fallible && !info.abortable, "{} may fail or abort", enrich.origin);
 }
 
 #[test]

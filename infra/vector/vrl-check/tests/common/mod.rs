@@ -1,10 +1,13 @@
 //! What every test reads: the pipeline as Vector would load it, and the contract under
-//! schema/ (topics, schemas, examples), read, never retyped.
+//! schema/ (topics, schemas, examples, signing), read, never retyped.
 #![allow(dead_code)]
 
+use hmac::{Hmac, Mac};
 use serde_json::Value as Json;
+use sha2::Sha256;
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 use vrl::value::Value;
 use vrl_check::topology::{KafkaRecord, Outputs, Topology};
@@ -16,20 +19,69 @@ pub const SITE_LABELS: &str = "rack=r99,cluster=c7";
 /// Vector runs from the root of the deployed files, where vector.yaml's `file:` paths and
 /// validate.vrl's schema paths resolve; here that is the repository.
 pub fn setup() -> Topology {
+    prepare();
+    let vars: HashMap<String, String> = std::env::vars().collect();
+    Topology::load(&repo_root().join("infra/vector/vector.yaml"), &repo_root(), &vars).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The working directory and environment every test shares, set once.
+fn prepare() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         std::env::set_current_dir(repo_root()).expect("cd to the repository root");
         std::env::set_var("IOPIPE_LABELS", SITE_LABELS);
         set_credentials();
     });
-    let vars: HashMap<String, String> = std::env::vars().collect();
-    Topology::load(&repo_root().join("infra/vector/vector.yaml"), &repo_root(), &vars).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// What vector.yaml requires of every host: its agent principal's credentials.
+/// What vector.yaml requires of every host: its agent principal's credentials, and its
+/// host key (here the contract's example key) in signing.key of IOPIPE_SIGNING_KEY_DIR.
 pub fn set_credentials() {
     std::env::set_var("IOPIPE_KAFKA_USERNAME", "agent-web-17");
     std::env::set_var("IOPIPE_KAFKA_PASSWORD", "from-the-environment");
+    std::env::set_var("IOPIPE_SIGNING_KEY_DIR", key_dir("example", &format!("{}\n", host_key_hex())));
+}
+
+/// The pipeline as Vector would load it with signing.key in `key_dir`: an error is Vector's
+/// refusal to start.
+pub fn load_with_key_dir(key_dir: &Path) -> Result<Topology, String> {
+    prepare();
+    let mut vars: HashMap<String, String> = std::env::vars().collect();
+    vars.insert("IOPIPE_SIGNING_KEY_DIR".into(), key_dir.display().to_string());
+    Topology::load(&repo_root().join("infra/vector/vector.yaml"), &repo_root(), &vars)
+}
+
+/// schema/signing.json, the contract of the signature.
+pub fn signing_json() -> Json {
+    serde_json::from_str(&std::fs::read_to_string(repo_root().join("schema/signing.json")).unwrap()).unwrap()
+}
+
+/// The host key the tests sign with: the contract's first example's.
+pub fn host_key_hex() -> String {
+    signing_json()["examples"][0]["host_key_hex"].as_str().unwrap().to_string()
+}
+
+/// A directory holding signing.key with `contents`, private to its owner as a key file should
+/// be; `name` keeps directories of different contents apart.
+pub fn key_dir(name: &str, contents: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("signing").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("signing.key");
+    std::fs::write(&file, contents).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    dir
+}
+
+/// The headers that sign `value` with the host key `key_hex` (schema/signing.json), made
+/// here with the hmac crate, apart from the VRL that signs in the pipeline.
+pub fn signed(key_hex: &str, value: &str) -> BTreeMap<String, String> {
+    let contract = signing_json();
+    let key: Vec<u8> = (0..key_hex.len()).step_by(2).map(|i| u8::from_str_radix(&key_hex[i..i + 2], 16).unwrap()).collect();
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+    mac.update(value.as_bytes());
+    let digest: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let header = contract["header"].as_str().unwrap().to_string();
+    BTreeMap::from([(header, format!("{}={digest}", contract["version"].as_str().unwrap()))])
 }
 
 pub fn site_labels() -> BTreeMap<String, String> {
@@ -138,7 +190,8 @@ pub fn labelled(record: &Json) -> Json {
 }
 
 /// A line the agent sends must come out once, on its topic, keyed as the agent keys it,
-/// unchanged but for the site's labels; nothing of it in the dead letter.
+/// unchanged but for the site's labels, signed with the host key over the value exactly as
+/// sent; nothing of it in the dead letter.
 pub fn assert_routed_as_sent(topology: &Topology, line: &str) {
     let record: Json = serde_json::from_str(line).unwrap();
     let name = record["schema"].as_str().unwrap();
@@ -149,6 +202,7 @@ pub fn assert_routed_as_sent(topology: &Topology, line: &str) {
     assert_eq!(kafka.topic, topic_of(name), "{line}");
     assert_eq!(kafka.key.as_deref(), Some(agent_key(&record).as_str()), "{line}");
     assert_eq!(kafka.payload, labelled(&record), "{line}");
+    assert_eq!(kafka.headers, signed(&host_key_hex(), &kafka.value), "{line}");
     assert_eq!(schema_errors(name, &kafka.payload), None, "what Vector sends is still valid: {line}");
 }
 
