@@ -299,7 +299,7 @@ def tour(ports, clickhouse, host, agent_bin=AGENT_BIN, tickets=None):
             tempfile.TemporaryFile("w+") as agent_log:
         stack.say(f"fault disk {disk.device}: rotational, {DISK_MIB} MiB, served by a FUSE process shaping each request")
         agent = subprocess.Popen([str(agent_bin), "run", "--output", "kafka", "--brokers", ports.brokers,
-                                  "--kafka-config", str(stack.agent_kafka_config(ports.brokers, host)),
+                                  *stack.agent_access(ports.brokers, host).args(),
                                   "--host", host], stderr=agent_log, text=True)
         try:
             watch = Watch(clickhouse, host, disk.name, time.time())

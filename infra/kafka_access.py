@@ -10,6 +10,8 @@ secret is ever committed).
       ca.pem client.properties  librdkafka settings (the agent, ClickHouse, Python), or
                                 Java client settings for the job (iopipe-job)
       client.pem client.key     a certificate principal's certificate and key
+      signing.secret            the job's: the fleet's master secret (schema/signing.json)
+      agent.properties signing.key  an agent's, for its host: settings and host key (0600)
 
 Principals authenticate with SCRAM-SHA-512 on the clients' listener, or with a client
 certificate on the certificates' listener (CERTIFICATE_PRINCIPALS: ClickHouse, whose
@@ -20,10 +22,13 @@ so nobody else on the host may reach them.
 """
 import json
 import secrets
+from dataclasses import dataclass
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from host_signing import FleetSigner, host_key, read_key
 
 ADMIN = "iopipe-admin"  # a super user: tests and operators
 JOB = "iopipe-job"
@@ -32,6 +37,7 @@ SCRAM_PRINCIPALS = (ADMIN, JOB)
 CERTIFICATE_PRINCIPALS = (CLICKHOUSE,)  # each a certificate with CN=<name>, signed with the nodes'
 NODE_NAME = "iopipe-kafka-node"  # the certificate's CN: start-kafka.sh makes User:CN=... a super user
 MOUNT = "/etc/iopipe/kafka"  # where a container finds its directory
+SIGNING_SECRET = "signing.secret"  # the fleet's master secret, in the job's directory
 SCRAM_ITERATIONS = 8192
 CERT_DAYS = 30  # a stack's CA outlives any test or demo; make down and up again for a new one
 
@@ -108,7 +114,16 @@ class KafkaAccess:
                    "".join(f"{key}={value}\n" for key, value in certificate_settings().items()))
         for principal in SCRAM_PRINCIPALS:
             self.add_principal(principal)
+        _write(self.signing_secret_path(), secrets.token_hex(32) + "\n")
         return self
+
+    def signing_secret_path(self):
+        """The fleet's master secret, which only the job holds (in its directory)."""
+        return self.client_dir(JOB) / SIGNING_SECRET
+
+    def fleet_signer(self):
+        """Signs as any host: for tests and replays that stand in for a fleet's agents."""
+        return FleetSigner(read_key(self.signing_secret_path()))
 
     def add_principal(self, principal):
         """A new password for `principal`: its SCRAM credential for the brokers, and its
@@ -217,6 +232,18 @@ def _openssl(*args):
                          f"{made.stderr}")
 
 
+@dataclass(frozen=True)
+class AgentAccess:
+    """What a host's agent needs to produce its records: its principal's librdkafka settings
+    and its host's signing key."""
+    kafka_config: Path
+    signing_key: Path
+
+    def args(self):
+        """As `iopipe-agent run` takes them."""
+        return ["--kafka-config", str(self.kafka_config), "--signing-key", str(self.signing_key)]
+
+
 class KafkaAdmin:
     """Changes to a running stack's principals, made by the node's own tools in its
     container (they connect as the node, a super user)."""
@@ -225,8 +252,8 @@ class KafkaAdmin:
         self.access, self.container, self.internal_port = access, container, internal_port
 
     def add_agent(self, host, agent_topics):
-        """The principal of `host`'s agent, allowed to produce to `agent_topics` only;
-        returns the path of its librdkafka settings (for `iopipe-agent --kafka-config`)."""
+        """The principal of `host`'s agent, allowed to produce to `agent_topics` only, and
+        the key that signs its host's records; returns the paths of both."""
         principal = agent_principal(host)
         directory = self.access.add_principal(principal)
         self._tool("kafka.admin.ConfigCommand", "--alter", "--entity-type", "users",
@@ -238,7 +265,10 @@ class KafkaAdmin:
         path = directory / "agent.properties"
         path.write_text("".join(f"{key}={value}\n" for key, value in host_settings.items()))
         path.chmod(0o600)
-        return path
+        signing_key = directory / "signing.key"
+        signing_key.write_text(host_key(read_key(self.access.signing_secret_path()), host).hex() + "\n")
+        signing_key.chmod(0o600)
+        return AgentAccess(path, signing_key)
 
     def grant(self, principal, *acl):
         """Allows `principal` (by name) what AclCommand's arguments `acl` say."""

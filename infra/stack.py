@@ -8,8 +8,8 @@
     stack.py cluster-down    stop and remove everything `cluster-up` started
     stack.py submit-job      submit the live Flink job afresh
     stack.py upgrade-job     replace the running job by the jar built now, keeping its state
-    stack.py kafka-agent HOST  a Kafka principal for HOST's agent on the demo's stack: prints
-                             the path of its settings, for `iopipe-agent --kafka-config`
+    stack.py kafka-agent HOST  a Kafka principal and signing key for HOST's agent on the demo's
+                             stack: prints the options `iopipe-agent run` takes them by
 
 Every service shares the host's network and listens on 127.0.0.1 only; ports come from
 `Ports` so a test stack can run beside the demo's. Used by the Makefile, the demo and the
@@ -65,7 +65,8 @@ SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
 
 sys.path.insert(0, str(REPO / "schema" / "clickhouse"))
 from migrate import ClickHouseHttp, Migrator, kafka_tables_of, up_in_lockstep  # noqa: E402
-from kafka_access import ADMIN, JOB_GROUP, MOUNT as KAFKA_MOUNT, KafkaAccess, acl_lines, agent_topics  # noqa: E402
+from kafka_access import (ADMIN, JOB_GROUP, MOUNT as KAFKA_MOUNT, SIGNING_SECRET, KafkaAccess,  # noqa: E402
+                          acl_lines, agent_topics)
 
 # The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
 # Kafka tables of io.latency.v1 fill, each named after its table.
@@ -250,14 +251,20 @@ def kafka_client(brokers, principal=ADMIN, **settings):
     return {**kafka_access(brokers).client_config(brokers, principal), **settings}
 
 
+def fleet_signer(brokers):
+    """Signs records as any host would (host_signing.FleetSigner) on the stack of `brokers`."""
+    return kafka_access(brokers).fleet_signer()
+
+
 def kafka_java_config(brokers, principal=ADMIN):
     """The path of the Java client settings of `principal` for a program on this host."""
     return kafka_access(brokers).host_java_properties(principal)
 
 
-def agent_kafka_config(brokers, host):
-    """The path of the librdkafka settings of `host`'s agent (`iopipe-agent --kafka-config`),
-    its principal made on the running stack and allowed to produce the agents' records only."""
+def agent_access(brokers, host):
+    """The Kafka settings and signing key of `host`'s agent (AgentAccess.args() for
+    `iopipe-agent run`), its principal made on the running stack and allowed to produce
+    the agents' records only."""
     return kafka_access(brokers).admin().add_agent(host, agent_topics(RECORD_TOPICS))
 
 
@@ -492,6 +499,7 @@ def submit_live_job(ports, jar=JOB_JAR, restore_from=None, group_id=None, job_ar
     restore = ["--fromSavepoint", restore_from] if restore_from else []
     # The job's Kafka settings are read where it is built, by the CLI, and travel with it.
     program_args = ["--brokers", ports.brokers, "--kafka-config", f"{KAFKA_MOUNT}/client.properties",
+                    "--signing-secret", f"{KAFKA_MOUNT}/{SIGNING_SECRET}",
                     *(["--group-id", group_id] if group_id else []), *job_args]
     job_kafka_dir = kafka_access(ports.brokers).mounts()["flink"]
     # The CLI builds the job graph with its own configuration, and the job-level settings
@@ -729,7 +737,7 @@ def main(argv):
         "cluster-down": cluster_down,
     }
     if len(argv) == 2 and argv[0] == "kafka-agent":
-        print(agent_kafka_config(Ports().brokers, argv[1]))
+        print(" ".join(agent_access(Ports().brokers, argv[1]).args()))
         return
     if len(argv) != 1 or argv[0] not in commands:
         sys.exit(f"usage: stack.py {'|'.join(commands)}|kafka-agent HOST")

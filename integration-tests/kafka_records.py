@@ -16,14 +16,18 @@ TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
 ACCEPTED_TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["accepted"]}
 
 
-def produce(brokers, records, wait=True, topics=TOPICS):
-    """Each record to its topic in `topics` (by record schema), keyed host/disk as the agents
-    and the job key them. Without `wait`, returns the producer with what it has not
+def produce(brokers, records, wait=True, topics=TOPICS, headers=None):
+    """Each record to its topic in `topics` (by record schema), keyed host/disk and signed by
+    its host's key as the agents send them (the job keys them the same), or with the
+    `headers(host, value)` given. Without `wait`, returns the producer with what it has not
     delivered yet (it retries for 5 min)."""
     producer = Producer({**stack.kafka_client(brokers), "enable.idempotence": True, "linger.ms": 20,
                          "message.timeout.ms": 300_000})
+    headers = headers or stack.fleet_signer(brokers).headers
     for record in records:
-        producer.produce(topics[record["schema"]], key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
+        value = json.dumps(record).encode()
+        producer.produce(topics[record["schema"]], key=f"{record['host']}/{record['disk']}", value=value,
+                         headers=headers(record["host"], value))
         producer.poll(0)
     if wait:
         assert producer.flush(60) == 0, "every record delivered to Kafka"
@@ -33,7 +37,7 @@ def produce(brokers, records, wait=True, topics=TOPICS):
 def consume_host(brokers, topic, host):
     """Every record of `host` on `topic`, read back from the beginning."""
     def of_host(message, record):
-        if record["host"] != host:
+        if record.get("host") != host:  # a record without one is no host's
             return False
         # Records of a disk are keyed host/disk, the agent's own reports by host.
         assert message.key().decode() == (f"{host}/{record['disk']}" if "disk" in record else host)

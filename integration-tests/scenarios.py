@@ -17,6 +17,7 @@ import json
 import math
 import random
 import sys
+import time
 
 START_NS = 1_763_700_000_000_000_000  # a multiple of every window length
 SECOND_NS = 1_000_000_000
@@ -337,6 +338,15 @@ def time_of(record):
 
 def generate(name, seed=1):
     return sorted(SCENARIOS[name](random.Random(seed)), key=time_of)
+
+
+def shifted_to_now(records):
+    """The records moved to the present, on a whole minute, so the live job's windows and
+    the tables' partitions see today's data."""
+    first = min(time_of(r) for r in records)
+    shift = (time.time_ns() - first) // (60 * SECOND_NS) * (60 * SECOND_NS)
+    fields = ("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns")
+    return [{**r, **{f: r[f] + shift for f in fields if f in r}} for r in records]
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+import host_signing
 import pytest
+import scenarios
 import stack
 from confluent_kafka import Consumer, KafkaError, Producer
 from conftest import services
 from kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess, read_properties  # noqa: I100 - found through stack's path
-from kafka_records import ACCEPTED_TOPICS, TOPICS
+from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_host, dead_letters_naming, produce
 from migrate import ClickHouseError
 
 # A consumer refused a topic, or a group its principal may not join.
@@ -110,7 +112,8 @@ def _delivery(config, topic, timeout_s=20):
     once delivered, else the error; and the client's own errors (authentication) on the way."""
     outcome, client_errors = [], []
     producer = Producer({**config, "message.timeout.ms": timeout_s * 1000, "error_cb": client_errors.append})
-    producer.produce(topic, b'{"probe": true}', on_delivery=lambda error, _: outcome.append(error))
+    probe = json.dumps({"schema": "io.probe.v1", "host": f"probe-{uuid.uuid4().hex[:8]}"}).encode()
+    producer.produce(topic, probe, on_delivery=lambda error, _: outcome.append(error))
     producer.flush(timeout_s + 10)
     return (outcome or ["undelivered"])[0], [e.code() for e in client_errors]
 
@@ -168,7 +171,7 @@ def test_each_principal_does_only_its_part(pipeline):
     as an agent; ClickHouse only reads."""
     brokers = pipeline.ports.brokers
     agent = {"bootstrap.servers": brokers,
-             **read_properties(stack.agent_kafka_config(brokers, f"boundary-{uuid.uuid4().hex[:6]}"))}
+             **read_properties(stack.agent_access(brokers, f"boundary-{uuid.uuid4().hex[:6]}").kafka_config)}
     assert _delivery(agent, TOPICS["io.diskstats.v1"])[0] is None
     for topic in (TOPICS["io.window.v1"], TOPICS["io.health.v1"], ACCEPTED_TOPICS["io.diskstats.v1"]):
         assert _delivery(agent, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
@@ -178,3 +181,57 @@ def test_each_principal_does_only_its_part(pipeline):
         assert _delivery(clickhouse, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
     assert _read_error(clickhouse, TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) == KafkaError.TOPIC_AUTHORIZATION_FAILED, \
         "raw agent records are the job's to judge"
+
+
+def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
+    """The real agent with host A's principal and key, run as itself and then claiming to
+    be host B; and a failing disk's records (S1) written for B with A's key, beside the
+    same records of an honest host signed with its own: B's are each a dead letter saying
+    why, counted, and nothing of B reaches the accepted topics or any table (windows,
+    anomalies, health: no ticket), while the honest host's failing disk is found."""
+    brokers, reader = pipeline.ports.brokers, pipeline.reader
+    suffix = uuid.uuid4().hex[:6]
+    speaker, victim, honest = f"speaker-{suffix}", f"victim-{suffix}", f"honest-{suffix}"
+    access = stack.agent_access(brokers, speaker)
+    for host in (speaker, victim):
+        run = subprocess.run([str(agent_bin), "run", "--no-trace", "--output", "kafka", "--brokers", brokers,
+                              *access.args(), "--host", host, "--count", "3", "--interval-ms", "200"],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+    speakers_key = host_signing.read_key(access.signing_key)
+
+    def signed_by_speaker(_host, value):
+        return [(host_signing.HEADER, host_signing.signature(speakers_key, value).encode())]
+    s1 = scenarios.generate("S1")
+    forged = scenarios.shifted_to_now([{**r, "host": victim} for r in s1])
+    produce(brokers, forged, headers=signed_by_speaker)
+    produce(brokers, scenarios.shifted_to_now([{**r, "host": honest} for r in s1]))
+
+    stack.wait_for("the speaker's own samples accepted", timeout_s=120,
+                   check=lambda: consume_host(brokers, ACCEPTED_TOPICS["io.diskstats.v1"], speaker))
+    refused = stack.wait_for("a dead letter for every forged record and the agent's claims", timeout_s=180, check=lambda: (
+        letters if len(letters := dead_letters_naming(brokers, victim)) > len(forged) else None))
+    assert all(letter["reason"].startswith(f"unverified host: the signature is not host {victim}'s")
+               for letter in refused), refused[:3]
+    anomalies = stack.wait_for("the honest host's failing disk", timeout_s=300, check=lambda: reader.rows(
+        f"SELECT kind FROM iopipe.anomalies FINAL WHERE host = '{honest}' AND disk = 'sdb'"))
+    assert ("failing_disk",) in anomalies
+    for topic in ACCEPTED_TOPICS.values():
+        assert not consume_host(brokers, topic, victim), topic
+    for table in ("windows", "anomalies", "health", "diskstats", "histograms", "events"):
+        assert reader.rows(f"SELECT count() FROM iopipe.{table} WHERE host = '{victim}'") == [("0",)], table
+    # Flink's REST API serves metrics as its fetcher last read them, every 10 s.
+    stack.wait_for("the refused records counted", timeout_s=60,
+                   check=lambda: _job_counter(pipeline, "records_unverified_host_total") >= len(refused))
+
+
+def _job_counter(pipeline, name):
+    """A counter of the live job, summed over every operator and subtask that has it."""
+    job = stack.http_json(f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}")
+    total = 0
+    for vertex in job["vertices"]:
+        url = f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}/vertices/{vertex['id']}/subtasks/metrics"
+        ids = [m["id"] for m in stack.http_json(url) if m["id"].endswith(name)]
+        if ids:
+            total += sum(int(float(m["sum"])) for m in stack.http_json(f"{url}?get={','.join(ids)}"))
+    return total

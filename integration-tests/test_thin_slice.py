@@ -28,7 +28,7 @@ def run_agent_with_disk_io(agent_bin, brokers, host, scratch):
     workload = subprocess.Popen(["dd", "if=/dev/zero", f"of={scratch}", "bs=1M", "count=400", "oflag=direct", "status=none"])
     try:
         agent = subprocess.run([str(agent_bin), "run", "--output", "kafka", "--brokers", brokers,
-                                "--kafka-config", str(stack.agent_kafka_config(brokers, host)), "--host", host, "--count", str(SAMPLES)],
+                                *stack.agent_access(brokers, host).args(), "--host", host, "--count", str(SAMPLES)],
                                capture_output=True, text=True, timeout=SAMPLES + 60)
     finally:
         workload.wait(timeout=120)

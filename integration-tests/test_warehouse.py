@@ -301,15 +301,6 @@ def test_a_replayed_topic_is_stored_once(migrated):
         assert rolled_up in (0, ios), table
 
 
-def shifted_to_now(records):
-    """The records moved to the present, on a whole minute, so the live job's windows and
-    the tables' partitions see today's data."""
-    first = min(scenarios.time_of(r) for r in records)
-    shift = (time.time_ns() - first) // (60 * NS) * (60 * NS)
-    fields = ("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns")
-    return [{**r, **{f: r[f] + shift for f in fields if f in r}} for r in records]
-
-
 def latency_rollups_of(client, host):
     """Per rollup table, per disk, the device-time I/Os its newest revisions count."""
     return {table: {disk: int(n) for disk, n in client.rows(
@@ -322,7 +313,7 @@ def test_histograms_read_after_their_windows_closed_still_count_once_in_the_roll
     machine reads the histogram topic seconds behind) are late for the detectors, but
     the job's latency rollups count every I/O of them, and a resend of them once."""
     host = f"late-{uuid.uuid4().hex[:6]}"
-    records = shifted_to_now([{**r, "host": host} for r in scenarios.generate("S4") if r["schema"] != "io.event.v1"])
+    records = scenarios.shifted_to_now([{**r, "host": host} for r in scenarios.generate("S4") if r["schema"] != "io.event.v1"])
     histograms = [r for r in records if r["schema"] == "io.hist.v1"]
     produce(pipeline.ports.brokers, [r for r in records if r["schema"] == "io.diskstats.v1"])
     # Histograms not heard within 10 s are not waited for: the diskstats close the windows.
@@ -358,7 +349,7 @@ def test_records_the_contract_refuses_are_dead_letters_never_stored_and_their_ne
     examples, sent between S3's records, each come back as a dead letter and none is
     stored; every good record is, once."""
     host = f"refused-{uuid.uuid4().hex[:6]}"
-    good = shifted_to_now([{**r, "host": host} for r in scenarios.generate("S3")])
+    good = scenarios.shifted_to_now([{**r, "host": host} for r in scenarios.generate("S3")])
     refused = refused_by_the_contract(host)
     half = len(good) // 2
     produce(pipeline.ports.brokers, good[:half] + refused + good[half:])
@@ -372,7 +363,7 @@ def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     """S1 (a dusty disk) through Kafka, the live job and ClickHouse: every raw record
     stored once, the job's latency rollups counting every I/O, its anomaly arriving."""
     host = f"live-{uuid.uuid4().hex[:6]}"
-    records = shifted_to_now([{**r, "host": host} for r in scenarios.generate("S1")])
+    records = scenarios.shifted_to_now([{**r, "host": host} for r in scenarios.generate("S1")])
     produce(pipeline.ports.brokers, records)
     took = wait_until_stored(pipeline.reader, "iopipe", records, "S1's raw records in ClickHouse")
     stack.say(f"S1's {len(records)} raw records stored within {took:.1f} s of being sent")

@@ -88,7 +88,7 @@ class KafkaTracingAgent:
         self.log = tempfile.NamedTemporaryFile("w+", prefix="iopipe-agent-", suffix=".log")
         self.process = subprocess.Popen(
             [str(agent_bin), "run", "--output", "kafka", "--brokers", brokers, "--host", host,
-             "--kafka-config", str(stack.agent_kafka_config(brokers, host)), *args],
+             *stack.agent_access(brokers, host).args(), *args],
             stderr=self.log, text=True)
         # Counts checked against the kernel's must start after the agent traces: it counts
         # missing completions from its start.
