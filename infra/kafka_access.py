@@ -75,7 +75,9 @@ class KafkaAccess:
         return self.client_dir(principal) / "client.properties"
 
     def exists(self):
-        return (self.broker_dir / "node.pem").exists()
+        """Whether all of it was made (an older stack's may lack what came later: it is made anew)."""
+        return all(path.exists() for path in (self.broker_dir / "node.pem", self.signing_secret_path(),
+                                              *(self.client_dir(name) / "client.pem" for name in CERTIFICATE_PRINCIPALS)))
 
     def mounts(self):
         """Each service's directory, mounted at MOUNT in its containers, by service kind."""
