@@ -64,6 +64,9 @@ public final class LiveJob {
             String file = args.get(SIGNING_SECRET, null);
             HostSignatures.fromFile(SIGNING_SECRET, Path.of(file));  // a bad file is named now, not by each task
             config.signingSecret = file;
+        } else {
+            System.err.println("iopipe live: no --" + SIGNING_SECRET + ": records are taken unsigned, so any producer"
+                    + " may speak for any host; give the job the fleet's master secret (schema/signing.json)");
         }
         return config;
     }

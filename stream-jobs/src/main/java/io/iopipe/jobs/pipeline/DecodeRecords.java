@@ -96,8 +96,14 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
             return true;
         }
         JsonNode host = node.get("host");
-        String refusal = signatures.refusal(host != null && host.isTextual() ? host.asText() : null,
-                raw.text.getBytes(StandardCharsets.UTF_8), raw.signature);
+        String refusal;
+        try {
+            refusal = signatures.refusal(host != null && host.isTextual() ? host.asText() : null,
+                    raw.text.getBytes(StandardCharsets.UTF_8), raw.signature);
+        } catch (RuntimeException e) {
+            // Whatever a producer sends, it may cost it its record, never the job its task.
+            refusal = "the signature could not be checked (" + e.getClass().getSimpleName() + ")";
+        }
         if (refusal == null) {
             return true;
         }

@@ -34,7 +34,8 @@ public final class HostSignatures {
     static final String VERSION = CONTRACT.get("version").asText();
     private static final String HOST_KEY_LABEL = CONTRACT.get("host_key_label").asText();
     private static final String ALGORITHM = "HmacSHA256";
-    private static final Pattern KEY_TEXT = Pattern.compile("[0-9a-f]{64}\\n?");
+    private static final Pattern KEY_FILE_TEXT = Pattern.compile("[0-9a-f]{64}\\n?");
+    private static final Pattern SIGNATURE_TEXT = Pattern.compile("[0-9a-f]{64}");
     /** Host keys kept derived; a forger naming endless hosts only turns the oldest out. */
     private static final int CACHED_HOST_KEYS = 65_536;
 
@@ -85,7 +86,7 @@ public final class HostSignatures {
                     + " (iopipe-agent --signing-key)";
         }
         String prefix = VERSION + "=";
-        if (!header.startsWith(prefix) || !KEY_TEXT.matcher(header.substring(prefix.length())).matches()) {
+        if (!header.startsWith(prefix) || !SIGNATURE_TEXT.matcher(header.substring(prefix.length())).matches()) {
             return HEADER + " is not '" + prefix + "' and 64 lowercase hex digits";
         }
         byte[] given = HexFormat.of().parseHex(header.substring(prefix.length()));
@@ -134,7 +135,7 @@ public final class HostSignatures {
             throw new IllegalArgumentException(named + ": cannot be read (" + e.getClass().getSimpleName()
                     + "); it must hold 64 lowercase hex digits");
         }
-        if (!KEY_TEXT.matcher(text).matches()) {
+        if (!KEY_FILE_TEXT.matcher(text).matches()) {
             throw new IllegalArgumentException(named + ": not 64 lowercase hex digits (32 bytes) with at most a"
                     + " newline after them: openssl rand -hex 32 writes one");
         }

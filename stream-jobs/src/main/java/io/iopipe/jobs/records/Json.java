@@ -1,8 +1,10 @@
 package io.iopipe.jobs.records;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Map;
 import java.util.Set;
@@ -10,7 +12,12 @@ import java.util.TreeSet;
 
 /** The one JSON mapper of the jobs and typed field readers that name what is wrong. */
 public final class Json {
-    public static final ObjectMapper MAPPER = new ObjectMapper();
+    /**
+     * Refuses a field given twice: a reader that keeps the first would see another record
+     * (another host) than the one checked here, which keeps the last.
+     */
+    public static final ObjectMapper MAPPER = JsonMapper.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
     private Json() {}
 

@@ -45,7 +45,11 @@ class HostSignaturesTest {
         assertNotNull(signatures.refusal("db-2", "{\"host\":\"db-3\"}".getBytes(StandardCharsets.UTF_8),
                 signatures.sign("db-2", value)), "the value changed after it was signed");
         assertTrue(signatures.refusal("db-2", value, null).contains("no iopipe-sig header"));
-        assertNotNull(signatures.refusal("db-2", value, signatures.sign("db-2", value).toUpperCase()));
+        String hex = signatures.sign("db-2", value).substring(3);
+        assertNotNull(signatures.refusal("db-2", value, "v1=" + hex.toUpperCase()), "uppercase hex");
+        assertNotNull(signatures.refusal("db-2", value, "v1=" + hex + "\n"), "a newline after the signature");
+        assertNotNull(signatures.refusal("db-2", value, "v1=" + hex.substring(2)), "a short signature");
+        assertNotNull(signatures.refusal("db-2", value, "v1=" + hex + "00"), "a long signature");
         assertNotNull(signatures.refusal("db-2", value, "v2=" + signatures.sign("db-2", value).substring(3)));
         assertNotNull(signatures.refusal(null, value, signatures.sign("", value)), "a record without a host");
         assertFalse(signatures.refusal("db-2", value, signatures.sign("db-1", value))
