@@ -53,7 +53,7 @@ def agent_principal(host):
 
 
 class KafkaAccess:
-    """The certificates and credentials of the stack whose client port is `port`."""
+    """The certificates and credentials of a stack, kept under `root` (`of`: its place for a stack's brokers)."""
 
     def __init__(self, root):
         self.root = Path(root)
@@ -75,9 +75,13 @@ class KafkaAccess:
         return self.client_dir(principal) / "client.properties"
 
     def exists(self):
-        """Whether all of it was made (an older stack's may lack what came later: it is made anew)."""
-        return all(path.exists() for path in (self.broker_dir / "node.pem", self.signing_secret_path(),
-                                              *(self.client_dir(name) / "client.pem" for name in CERTIFICATE_PRINCIPALS)))
+        """Whether all of it was made and its certificates hold for another day (an older
+        stack's may lack what came later, or have expired: it is made anew)."""
+        certificates = [self.broker_dir / "node.pem", *(self.client_dir(name) / "client.pem" for name in CERTIFICATE_PRINCIPALS)]
+        return self.signing_secret_path().exists() and all(
+            path.exists() and subprocess.run(["openssl", "x509", "-checkend", "86400", "-noout", "-in", str(path)],
+                                             capture_output=True).returncode == 0
+            for path in certificates)
 
     def mounts(self):
         """Each service's directory, mounted at MOUNT in its containers, by service kind."""

@@ -167,8 +167,8 @@ def test_kafka_takes_only_who_it_knows(pipeline, tmp_path):
 
 
 def test_each_principal_does_only_its_part(pipeline):
-    """An agent produces its records and nothing else, reads nothing; the job may not pose
-    as an agent; ClickHouse only reads."""
+    """An agent produces its records and nothing else, and reads nothing; ClickHouse reads
+    only what it stores, and writes nothing."""
     brokers = pipeline.ports.brokers
     agent = {"bootstrap.servers": brokers,
              **read_properties(stack.agent_access(brokers, f"boundary-{uuid.uuid4().hex[:6]}").kafka_config)}
