@@ -110,8 +110,6 @@ class KafkaAccess:
         self.root.mkdir(parents=True)
         self.root.chmod(0o700)
         (self.broker_dir / "users").mkdir(parents=True)
-        for principal in CERTIFICATE_PRINCIPALS:
-            self.client_dir(principal).mkdir(parents=True)
         _make_certificates(self.broker_dir, {name: self.client_dir(name) for name in CERTIFICATE_PRINCIPALS})
         for principal in CERTIFICATE_PRINCIPALS:
             directory = self.client_dir(principal)
@@ -226,6 +224,7 @@ def _make_certificates(directory, clients):
                                            "extendedKeyUsage=serverAuth,clientAuth\n")
         _write(directory / "node.pem", key + certificate)
         for name, client_dir in clients.items():
+            client_dir.mkdir(parents=True, exist_ok=True)
             key, certificate = sign(name, "extendedKeyUsage=clientAuth\n")
             _write(client_dir / "client.key", key)
             _write(client_dir / "client.pem", certificate)

@@ -40,7 +40,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  */
 public final class LiveJob {
     static final long CHECKPOINT_INTERVAL_MS = 10_000;
-    static final String SIGNING_SECRET = "signing-secret";
 
     private LiveJob() {}
 
@@ -60,12 +59,12 @@ public final class LiveJob {
         if (args.has("health-recovery")) {
             config.healthRecovery = duration(args.get("health-recovery", null), "--health-recovery");
         }
-        if (args.has(SIGNING_SECRET)) {
-            String file = args.get(SIGNING_SECRET, null);
-            HostSignatures.fromFile(SIGNING_SECRET, Path.of(file));  // a bad file is named now, not by each task
+        if (args.has(HostSignatures.OPTION)) {
+            String file = args.get(HostSignatures.OPTION, null);
+            HostSignatures.fromFile(Path.of(file));  // a bad file is named now, not by each task
             config.signingSecret = file;
         } else {
-            System.err.println("iopipe live: no --" + SIGNING_SECRET + ": records are taken unsigned, so any producer"
+            System.err.println("iopipe live: no --" + HostSignatures.OPTION + ": records are taken unsigned, so any producer"
                     + " may speak for any host; give the job the fleet's master secret (schema/signing.json)");
         }
         return config;

@@ -41,7 +41,6 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  */
 public final class FleetReplay {
     private static final long PROGRESS_EVERY_MS = 10_000;
-    private static final String SIGNING_SECRET = "signing-secret";
 
     /** One template record: its topic and disk, and its JSON split around the host's value. */
     private record Template(String topic, String disk, byte[] beforeHost, byte[] afterHost) {
@@ -78,8 +77,8 @@ public final class FleetReplay {
         List<Send> sends = load(Path.of(args.required("templates")), templateDisks, args.required("host-placeholder"));
         int disksPerHost = Integer.parseInt(args.required("disks-per-host"));
         String[] hosts = hostNames(disks, args.required("host-prefix"), disksPerHost);
-        HostSignatures signatures = args.has(SIGNING_SECRET)
-                ? HostSignatures.fromFile(SIGNING_SECRET, Path.of(args.get(SIGNING_SECRET, null))) : null;
+        HostSignatures signatures = args.has(HostSignatures.OPTION)
+                ? HostSignatures.fromFile(Path.of(args.get(HostSignatures.OPTION, null))) : null;
         try (KafkaProducer<byte[], byte[]> producer =
                      new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
             // Each topic's partitions known before the first second is due, not looked up late.

@@ -33,7 +33,6 @@ import org.apache.flink.util.Collector;
  */
 public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/decode";
-    static final String SIGNING_SECRET_OPTION = "signing-secret";  // LiveJob's, named in errors
     private final String signingSecret;
     private transient HostSignatures signatures;
     private transient Counter decoded;
@@ -48,7 +47,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
 
     @Override
     public void open(OpenContext openContext) {
-        signatures = signingSecret == null ? null : HostSignatures.fromFile(SIGNING_SECRET_OPTION, Path.of(signingSecret));
+        signatures = signingSecret == null ? null : HostSignatures.fromFile(Path.of(signingSecret));
         decoded = getRuntimeContext().getMetricGroup().counter("records_decoded_total");
         deadLettered = getRuntimeContext().getMetricGroup().counter("records_dead_lettered_total");
         unverified = getRuntimeContext().getMetricGroup().counter("records_unverified_host_total");

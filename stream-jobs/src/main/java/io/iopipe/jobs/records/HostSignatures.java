@@ -29,6 +29,8 @@ import javax.crypto.spec.SecretKeySpec;
  */
 public final class HostSignatures {
     private static final JsonNode CONTRACT = load();
+    /** The option that names the master secret's file, in every program that reads it. */
+    public static final String OPTION = "signing-secret";
     /** The Kafka header that carries a message's signature. */
     public static final String HEADER = CONTRACT.get("header").asText();
     static final String VERSION = CONTRACT.get("version").asText();
@@ -54,8 +56,8 @@ public final class HostSignatures {
     }
 
     /** Reads the master secret from `file` (64 lowercase hex digits); errors name the file, never its content. */
-    public static HostSignatures fromFile(String option, Path file) {
-        return new HostSignatures(readKey(option, file));
+    public static HostSignatures fromFile(Path file) {
+        return new HostSignatures(readKey(file));
     }
 
     /** The master secret given directly (tests, benchmarks that make their own). */
@@ -120,8 +122,8 @@ public final class HostSignatures {
         }
     }
 
-    private static byte[] readKey(String option, Path file) {
-        String named = "--" + option + " " + file;
+    private static byte[] readKey(Path file) {
+        String named = "--" + OPTION + " " + file;
         String text;
         try {
             text = Files.readString(file, StandardCharsets.US_ASCII);

@@ -68,18 +68,18 @@ class HostSignaturesTest {
         Path good = dir.resolve("secret");
         Files.writeString(good, "5f".repeat(32) + "\n");
         byte[] value = "{}".getBytes(StandardCharsets.UTF_8);
-        assertEquals(HostSignatures.ofSecret(SECRET).sign("h", value), HostSignatures.fromFile("signing-secret", good).sign("h", value));
+        assertEquals(HostSignatures.ofSecret(SECRET).sign("h", value), HostSignatures.fromFile(good).sign("h", value));
         String secretLooking = "ab".repeat(31) + "zz";
         for (String content : new String[] {"", "5f".repeat(31), secretLooking, "5F".repeat(32), " " + "5f".repeat(32)}) {
             Path bad = dir.resolve("bad");
             Files.writeString(bad, content);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> HostSignatures.fromFile("signing-secret", bad));
+                    () -> HostSignatures.fromFile(bad));
             assertTrue(e.getMessage().startsWith("--signing-secret " + bad), e.getMessage());
             assertFalse(!content.isBlank() && e.getMessage().contains(content.strip()), "quoted the file: " + e.getMessage());
         }
         IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
-                () -> HostSignatures.fromFile("signing-secret", dir.resolve("none")));
+                () -> HostSignatures.fromFile(dir.resolve("none")));
         assertTrue(missing.getMessage().contains("openssl rand -hex 32"), missing.getMessage());
     }
 }
