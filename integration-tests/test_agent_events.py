@@ -37,6 +37,9 @@ def test_every_slow_io_over_the_disks_own_threshold_is_an_event(agent_bin):
         latencies = timed_direct_reads(disk.device, 400, first_block=1, stride=7)
         records = agent.stop()
         name = disk.name
+    # A completion whose program the kernel skipped (reported missing) holds its tag's
+    # place in the depth count until the tag is taken again: depth exceeds 1 by at most that.
+    depth_allowed = 1 + agent.reported_missing(name)
 
     sectors = read_sectors(400, first_block=1)
     slow = {sectors[i]: ms for i, ms in enumerate(latencies) if ms >= 20}
@@ -48,8 +51,9 @@ def test_every_slow_io_over_the_disks_own_threshold_is_an_event(agent_bin):
         event = outliers[sector]
         device_ms = (event["complete_ns"] - event["issue_ns"]) / 1e6
         assert 20 <= device_ms <= ms, (sector, device_ms, ms)
-        assert event["op"] == "R" and event["bytes"] == BLOCK and event["inflight"] == 1 and event["sample_weight"] == 1, \
-            f"a lone reader's read at depth {event['inflight']}: {event}; all events: {events_of(records, name)}"
+        assert event["op"] == "R" and event["bytes"] == BLOCK and 1 <= event["inflight"] <= depth_allowed \
+            and event["sample_weight"] == 1, f"a lone reader's read at depth {event['inflight']} " \
+            f"({depth_allowed - 1} completions missing): {event}; all events: {events_of(records, name)}"
     # The 2.5 ms reads stay below the threshold: outliers are the tail, not a sample of all.
     assert len(outliers) < 0.05 * 400, len(outliers)
 
