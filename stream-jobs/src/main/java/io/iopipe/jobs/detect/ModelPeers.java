@@ -6,8 +6,10 @@ import io.iopipe.jobs.records.OutputRecord;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -24,7 +26,8 @@ import java.util.Optional;
  * <li>each drive's level: the median device time of its most recent shallow small reads
  *     (weighted by how many I/Os each stands for) within the last hour;</li>
  * <li>the model's baseline: the median level of its drives, and their spread (a robust
- *     sigma of the log levels), computed again about once a window of every drive;</li>
+ *     sigma of the log levels), computed again about once a window of every drive; no
+ *     host's drives weigh more than a typical host's ({@link Baseline#hostCappedWeights});</li>
  * <li>a slow window: the drive's level at least {@link #MIN_RATIO} times the model's and
  *     beyond its spread ({@link #Z_FENCE} sigmas); one found slow stays so down to
  *     {@link #KEEPS_UP_RATIO};</li>
@@ -169,17 +172,42 @@ public final class ModelPeers {
         public Baseline() {}
 
         public static Baseline of(Collection<Drive> drives) {
-            double[] logs = drives.stream().mapToDouble(Drive::levelUs).filter(l -> !Double.isNaN(l) && l > 0)
-                    .map(Math::log).toArray();
+            List<Drive> leveled = new ArrayList<>();
+            List<Double> logs = new ArrayList<>();
+            for (Drive d : drives) {
+                double level = d.levelUs();
+                if (!Double.isNaN(level) && level > 0) {
+                    leveled.add(d);
+                    logs.add(Math.log(level));
+                }
+            }
             Baseline b = new Baseline();
             b.drivesHeard = drives.size();
-            b.drives = logs.length;
-            if (logs.length > 0) {
-                SlowVsPeers.Spread spread = SlowVsPeers.Spread.of(logs);
+            b.drives = leveled.size();
+            if (!leveled.isEmpty()) {
+                SlowVsPeers.Spread spread = SlowVsPeers.Spread.of(logs.stream().mapToDouble(Double::doubleValue).toArray(),
+                        hostCappedWeights(leveled));
                 b.medianUs = Math.exp(spread.center());
                 b.logSigma = spread.sigma();
             }
             return b;
+        }
+
+        /**
+         * Each drive's say in its model's baseline: 1, except that the drives of one host
+         * weigh together no more than the model's typical host's (the median count of its
+         * drives over the model's hosts). A host speaks only for itself, but it can name as
+         * many disks as it likes: one that claims hundreds of a model, fast or slow, moves
+         * the model's median and spread no further than one ordinary host could, so it can
+         * neither make other hosts' drives look slow nor hide a slow one.
+         */
+        static double[] hostCappedWeights(List<Drive> drives) {
+            Map<String, Integer> perHost = new HashMap<>();
+            for (Drive d : drives) {
+                perHost.merge(String.valueOf(d.host), 1, Integer::sum);
+            }
+            double typical = SlowVsPeers.median(perHost.values().stream().mapToDouble(Integer::doubleValue).toArray());
+            return drives.stream().mapToDouble(d -> Math.min(1.0, typical / perHost.get(String.valueOf(d.host)))).toArray();
         }
 
         /**

@@ -177,6 +177,13 @@ public final class SlowVsPeers {
             return new Spread(m, MAD_TO_SIGMA * mad, logs.length);
         }
 
+        /** The weighted median of `logs` and their robust sigma (from the weighted MAD). */
+        static Spread of(double[] logs, double[] weights) {
+            double m = SlowVsPeers.weightedMedian(logs, weights);
+            double mad = SlowVsPeers.weightedMedian(Arrays.stream(logs).map(x -> Math.abs(x - m)).toArray(), weights);
+            return new Spread(m, MAD_TO_SIGMA * mad, logs.length);
+        }
+
         double z(double log) {
             double above = log - center;
             return sigma > 0 ? above / sigma : (above > 0 ? Double.POSITIVE_INFINITY : 0);
@@ -258,6 +265,36 @@ public final class SlowVsPeers {
         p.put("slow_days", h.slowDays());
         p.put("over_days", HORIZON_NS / DAY_NS);
         return n;
+    }
+
+    /**
+     * The value with half of the weight below it and half above; where a value's weight ends
+     * exactly at half, the mean of it and the next, so that equal weights give {@link #median}.
+     */
+    static double weightedMedian(double[] values, double[] weights) {
+        Integer[] order = new Integer[values.length];
+        double total = 0;
+        for (int i = 0; i < order.length; i++) {
+            order[i] = i;
+            total += weights[i];
+        }
+        if (order.length == 0 || !(total > 0)) {
+            return Double.NaN;
+        }
+        Arrays.sort(order, (a, b) -> Double.compare(values[a], values[b]));
+        double half = total / 2;
+        double tolerance = 1e-9 * total;
+        double seen = 0;
+        for (int i = 0; i < order.length; i++) {
+            seen += weights[order[i]];
+            if (seen > half + tolerance) {
+                return values[order[i]];
+            }
+            if (seen >= half - tolerance) {
+                return i + 1 < order.length ? (values[order[i]] + values[order[i + 1]]) / 2 : values[order[i]];
+            }
+        }
+        return values[order[order.length - 1]];
     }
 
     static double median(double[] values) {

@@ -45,7 +45,8 @@ class ModelPeersTest {
                 }
                 double[] weights = new double[8];
                 java.util.Arrays.fill(weights, 1000);
-                ShallowReads r = ShallowReads.of(d.getKey().split("/")[0], "nvme0n1", "NVMe-A 1TB", startNs, startNs + WINDOW_NS,
+                String[] hostDisk = d.getKey().split("/");
+                ShallowReads r = ShallowReads.of(hostDisk[0], hostDisk[1], "NVMe-A 1TB", startNs, startNs + WINDOW_NS,
                         deviceUs, weights);
                 ModelPeers.Drive drive = drives.computeIfAbsent(d.getKey(), k -> new ModelPeers.Drive());
                 drive.add(r);
@@ -58,6 +59,17 @@ class ModelPeersTest {
                 }
                 j.verdict().ifPresent(v -> effect.put(d.getKey(), v.effect));
             }
+        }
+
+        /** A host that names `drives` drives of the model, each reading in `serviceUs`. */
+        void host(String host, int drives, double serviceUs) {
+            for (int d = 0; d < drives; d++) {
+                this.serviceUs.put(host + "/nvme" + d + "n1", serviceUs);
+            }
+        }
+
+        List<String> anomalousHosts() {
+            return anomalies.stream().map(a -> a.get("host").asText()).distinct().sorted().toList();
         }
 
         void minutes(long fromNs, int minutes) throws Exception {
@@ -122,6 +134,50 @@ class ModelPeersTest {
         fleet.minutes(START_NS + 10 * MINUTE_NS, 2);
         assertEquals("NONE", fleet.effect.get("host2/nvme0n1"));
         assertEquals(1, fleet.anomalies.size(), "one warning for the episode: " + fleet.anomalies);
+    }
+
+    @Test
+    void aHostNamingScoresOfFastDrivesOfAModelMakesNoOtherHostsDriveSlow() throws Exception {
+        Fleet fleet = new Fleet(12);
+        fleet.host("rogue", 60, 15);  // a fifth of the model's time: its median, were every drive one vote
+        fleet.minutes(START_NS, 15);
+        assertEquals(List.of(), fleet.anomalousHosts(), "the honest drives read as their model does");
+    }
+
+    @Test
+    void aHostNamingScoresOfSlowDrivesOfAModelHidesNoSlowDrive() throws Exception {
+        Fleet fleet = new Fleet(12);
+        fleet.host("rogue", 60, 450);  // five times the model's time: its median, were every drive one vote
+        fleet.slowdown.put("host3/nvme0n1", 5.0);
+        fleet.minutes(START_NS, 15);
+        assertTrue(fleet.anomalousHosts().contains("host3"), "the slow drive is still found: " + fleet.anomalies);
+        assertEquals("FAILING", fleet.effect.get("host3/nvme0n1"));
+    }
+
+    @Test
+    void aHostWithMoreDrivesOfAModelThanItsPeersWeighsAsOneOfThem() {
+        List<ModelPeers.Drive> drives = new ArrayList<>();
+        for (String host : List.of("a", "a", "b", "b", "c", "c", "big", "big", "big", "big", "big", "big", "big", "big")) {
+            ModelPeers.Drive d = new ModelPeers.Drive();
+            d.host = host;
+            drives.add(d);
+        }
+        double[] weights = ModelPeers.Baseline.hostCappedWeights(drives);
+        assertEquals(2.0, java.util.Arrays.stream(weights, 6, 14).sum(), 1e-9, "the eight of `big` weigh as two");
+        assertEquals(6.0, java.util.Arrays.stream(weights, 0, 6).sum(), 1e-9, "the typical hosts' drives weigh 1 each");
+    }
+
+    @Test
+    void aWeightedMedianOfEqualWeightsIsTheMedian() {
+        double[][] samples = {{3}, {1, 2}, {5, 1, 4}, {7, 1, 3, 9}, {2, 2, 2, 8, 8}};
+        for (double[] values : samples) {
+            double[] ones = new double[values.length];
+            java.util.Arrays.fill(ones, 1);
+            assertEquals(SlowVsPeers.median(values), SlowVsPeers.weightedMedian(values, ones), 1e-12,
+                    java.util.Arrays.toString(values));
+        }
+        assertEquals(10.0, SlowVsPeers.weightedMedian(new double[] {1, 10, 100}, new double[] {1, 3, 1}), 1e-12);
+        assertEquals(1.0, SlowVsPeers.weightedMedian(new double[] {1, 10, 100}, new double[] {5, 1, 1}), 1e-12);
     }
 
     @Test
