@@ -1,4 +1,5 @@
 """Migration files follow the runner's rules: numbered pairs, statements, known placeholders."""
+import hashlib
 import re
 import sys
 from pathlib import Path
@@ -8,11 +9,33 @@ import migrate  # noqa: E402
 
 CREATED = re.compile(r"CREATE (?:TABLE|MATERIALIZED VIEW) IF NOT EXISTS (\S+)")
 PARAMS = {"db": "db", "kafka_brokers": "b:1", "kafka_group": "g"}
+LANDED = migrate.MIGRATIONS_DIR.parent / "landed-migrations.sha256"
+
+
+def landed():
+    """File name -> sha256 of each migration as it landed (sha256sum's format)."""
+    lines = [line.split() for line in LANDED.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    return {name: digest for digest, name in lines}
 
 
 def test_migrations_are_numbered_pairs_without_gaps():
     migrations = migrate.discover()
     assert [m.version for m in migrations] == list(range(1, len(migrations) + 1))
+
+
+def test_a_migration_that_landed_is_never_edited():
+    """A server that ran a migration never runs it again: an edit reaches new servers only,
+    and the warehouses of one fleet drift apart. Changes are new migrations."""
+    before = landed()
+    for m in migrate.discover():
+        for path in (m.up, m.down):
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            assert path.name in before, (
+                f"{path.name} is new: add its line to {LANDED.name} (cd {path.parent} && sha256sum {path.name})")
+            assert digest == before[path.name], (
+                f"{path.name} changed after it landed: restore it (git checkout) and make the change a new migration")
+    missing = set(before) - {p.name for m in migrate.discover() for p in (m.up, m.down)}
+    assert not missing, f"landed migrations are gone: {sorted(missing)}"
 
 
 def test_statements_are_whole_and_only_known_placeholders_are_used():
