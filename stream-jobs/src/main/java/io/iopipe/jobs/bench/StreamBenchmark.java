@@ -16,20 +16,27 @@ import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.pipeline.DiskClock;
 import io.iopipe.jobs.pipeline.WindowFunctions;
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.RecordDecoder;
 import io.iopipe.jobs.Args;
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -56,11 +63,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Throughput of the whole job graph against a plain Kafka consumer, over the same topic
  * in the same run, and the keyed state a disk costs.
  *
- * A fleet's records (FleetRecords) go into a fresh topic; a plain consumer reads them all
- * (bytes, nothing else done), then the live job's graph (decode, diskstats deltas, 10 s
- * and 1 min windows, detectors) reads them as a bounded Kafka source on a local
- * cluster of PARALLELISM slots. Each rate is records over the time from the first record
- * read to the last one processed.
+ * A fleet's records (FleetRecords) go into a fresh topic, each signed by its host as the
+ * agents sign theirs ({@link HostSignatures}, with a master secret made for the run). Each
+ * round, a plain consumer reads them all (bytes, nothing else done), then the live job's
+ * graph (decode, diskstats deltas, 10 s and 1 min windows, detectors) reads them as a
+ * bounded Kafka source on a local cluster of PARALLELISM slots, once taking them
+ * unsigned and once checking every record's signature as the live job given the secret
+ * does (the two swap places every other round). Running all three in every round lets a
+ * burst of load on the machine hit them alike. Each rate is records over the time from
+ * the first record read to the last one processed.
  *
  * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
  * --disks (default 3000), --seconds (of fleet time, default 60), --rounds (default 5: the
@@ -82,17 +93,17 @@ public final class StreamBenchmark {
         int seconds = Integer.parseInt(args.get("seconds", "60"));
         int rounds = Integer.parseInt(args.get("rounds", "5"));
         String topic = "iopipe-bench-" + Long.toHexString(System.nanoTime());
-        long records = produce(brokers, kafka, topic, disks, seconds);
-        List<Double> plain = new ArrayList<>();
-        List<Double> job = new ArrayList<>();
-        for (int round = 1; round <= rounds; round++) {
-            plain.add(plainConsumerRate(brokers, kafka, topic, records));
-            say("round %d: plain consumer %,.0f records/s", round, plain.get(plain.size() - 1));
-            job.add(jobRate(brokers, kafka, topic, records));
-            say("round %d: job graph %,.0f records/s", round, job.get(job.size() - 1));
+        Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
+        Produced produced;
+        Rates rates;
+        try {
+            produced = produce(brokers, kafka, topic, disks, seconds, HostSignatures.fromFile(masterSecret));
+            rates = measure(brokers, kafka, topic, produced.records(), rounds, masterSecret);
+        } finally {
+            Files.deleteIfExists(masterSecret);
         }
         StateBytes state = stateBytesPerDisk(seconds);
-        String report = report(disks, seconds, records, plain, job, state);
+        String report = report(disks, seconds, produced, rates, state);
         System.out.println(report);
         if (args.has("out")) {
             Files.writeString(Path.of(args.get("out", "")), report);
@@ -103,6 +114,75 @@ public final class StreamBenchmark {
     static void say(String format, Object... values) {
         System.err.printf("[bench] " + format + "%n", values);
     }
+
+    static final String PLAIN_CONSUMER = "plain KafkaConsumer";
+    static final String JOB_GRAPH = "job graph";
+    static final String CHECKED_JOB_GRAPH = "job graph, host signatures checked";
+
+    /** Records per second of each reader, one per round. */
+    record Rates(List<Double> plain, List<Double> job, List<Double> checked) {
+        Rates() {
+            this(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+        }
+    }
+
+    /** One way of running the job graph, and its rate in each round. */
+    private record JobRun(String reader, Pipeline.Config config, List<Double> rates) {}
+
+    /** Every reader over the whole topic, each round; the checked run is given the master secret's file. */
+    static Rates measure(String brokers, KafkaClientConfig kafka, String topic, long records, int rounds, Path masterSecret)
+            throws Exception {
+        Rates rates = new Rates();
+        Pipeline.Config checked = new Pipeline.Config();
+        checked.signingSecret = masterSecret.toString();
+        List<JobRun> jobRuns = List.of(new JobRun(JOB_GRAPH, new Pipeline.Config(), rates.job()),
+                new JobRun(CHECKED_JOB_GRAPH, checked, rates.checked()));
+        for (int round = 1; round <= rounds; round++) {
+            rates.plain().add(plainConsumerRate(brokers, kafka, topic, records));
+            say("round %d: %s %,.0f records/s", round, PLAIN_CONSUMER, last(rates.plain()));
+            for (JobRun run : inRoundOrder(jobRuns, round)) {
+                run.rates().add(jobRate(brokers, kafka, topic, records, run.config()));
+                say("round %d: %s %,.0f records/s", round, run.reader(), last(run.rates()));
+            }
+        }
+        return rates;
+    }
+
+    /**
+     * The job graph's runs swap places every other round: the second of them runs on a JIT
+     * the first warmed up, and neither should always be the one that does.
+     */
+    static <T> List<T> inRoundOrder(List<T> runs, int round) {
+        return round % 2 == 1 ? runs : List.of(runs.get(1), runs.get(0));
+    }
+
+    private static double last(List<Double> values) {
+        return values.get(values.size() - 1);
+    }
+
+    /** A fresh master secret as the job reads one: 64 hex digits in a file of `dir` only its owner may read. */
+    static Path writeMasterSecret(Path dir) throws IOException {
+        byte[] secret = new byte[32];
+        new SecureRandom().nextBytes(secret);
+        Path file = Files.createTempFile(dir, "iopipe-bench-master-secret-", "",
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        return Files.writeString(file, HexFormat.of().formatHex(secret) + "\n", StandardCharsets.US_ASCII);
+    }
+
+    /** A FleetRecords record as its host's producer sends it: keyed host/disk, signed with the host's key. */
+    static ProducerRecord<byte[], byte[]> signedRecord(String topic, String diskKey, String json, HostSignatures signatures) {
+        byte[] value = json.getBytes(StandardCharsets.UTF_8);
+        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, diskKey.getBytes(StandardCharsets.UTF_8), value);
+        record.headers().add(HostSignatures.HEADER, signatures.sign(hostOf(diskKey), value).getBytes(StandardCharsets.US_ASCII));
+        return record;
+    }
+
+    private static String hostOf(String diskKey) {
+        return diskKey.substring(0, diskKey.indexOf('/'));
+    }
+
+    /** What went into the topic: its records, and how many hosts signed them (each a key the job derives). */
+    record Produced(long records, int hosts) {}
 
     static Properties adminConfig(String brokers, KafkaClientConfig kafka) {
         return kafka.with(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers));
@@ -125,23 +205,26 @@ public final class StreamBenchmark {
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false));
     }
 
-    static long produce(String brokers, KafkaClientConfig kafka, String topic, int disks, int seconds) throws Exception {
+    static Produced produce(String brokers, KafkaClientConfig kafka, String topic, int disks, int seconds,
+                        HostSignatures signatures) throws Exception {
         try (Admin admin = Admin.create(adminConfig(brokers, kafka))) {
             admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
         }
         AtomicLong sent = new AtomicLong();
-        say("producing %d disks x %d s of records into %s", disks, seconds, topic);
+        Set<String> hosts = new HashSet<>();
+        say("producing %d disks x %d s of records, signed by their hosts, into %s", disks, seconds, topic);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(brokers, kafka),
                 new ByteArraySerializer(), new ByteArraySerializer())) {
             FleetRecords.generate(disks, seconds, 1, (key, json) -> {
-                producer.send(new ProducerRecord<>(topic, key.getBytes(StandardCharsets.UTF_8), json.getBytes(StandardCharsets.UTF_8)));
+                producer.send(signedRecord(topic, key, json, signatures));
+                hosts.add(hostOf(key));
                 if (sent.incrementAndGet() % 500_000 == 0) {
                     say("produced %,d records", sent.get());
                 }
             });
         }
-        say("produced %,d records", sent.get());
-        return sent.get();
+        say("produced %,d records of %,d hosts", sent.get(), hosts.size());
+        return new Produced(sent.get(), hosts.size());
     }
 
     private static JsonNode parse(String json) {
@@ -183,35 +266,45 @@ public final class StreamBenchmark {
         }
     }
 
-    /** Records per second of the live job's graph over the whole topic, as a bounded source. */
-    static double jobRate(String brokers, KafkaClientConfig kafka, String topic, long records) throws Exception {
+    /**
+     * Records per second of the live job's graph over the whole topic, as a bounded source,
+     * with `config` (whether it checks signatures).
+     */
+    static double jobRate(String brokers, KafkaClientConfig kafka, String topic, long records, Pipeline.Config config)
+            throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(PARALLELISM);
         DataStream<RawRecord> input = env
                 .fromSource(KafkaIo.boundedSource(brokers, kafka, topic), WatermarkStrategy.noWatermarks(), "bench topic")
                 .map(new StampFirst()).name("stamp first record");
-        Pipeline.build(input, new Pipeline.Config()).map(new CountOutputs()).name("count outputs")
+        Pipeline.build(input, config).map(new CountOutputs()).name("count outputs")
                 .sinkTo(new DiscardingSink<>()).name("discard");
         FIRST_RECORD_NS.set(0);
+        ACCEPTED.set(0);
         WINDOWS.set(0);
         DEAD_LETTERS.set(0);
         env.execute("iopipe bench");
         double rate = records / ((System.nanoTime() - FIRST_RECORD_NS.get()) / 1e9);
-        // A graph that rejected its input would be measuring the wrong thing.
-        if (DEAD_LETTERS.get() > 0 || WINDOWS.get() == 0) {
-            throw new IllegalStateException(DEAD_LETTERS.get() + " dead letters and " + WINDOWS.get()
-                    + " windows: the benchmark's records are not what the job expects");
+        // A graph that refused its input (a signature it did not take, a record it could
+        // not decode) would be measuring the wrong thing.
+        if (ACCEPTED.get() != records || DEAD_LETTERS.get() > 0 || WINDOWS.get() == 0) {
+            throw new IllegalStateException(String.format("%,d of %,d records accepted, %,d dead letters, %,d windows"
+                    + " (signatures %s): the benchmark's records are not what the job expects", ACCEPTED.get(), records,
+                    DEAD_LETTERS.get(), WINDOWS.get(), config.signingSecret == null ? "not checked" : "checked"));
         }
-        say("%,d windows, no dead letters", WINDOWS.get());
+        say("%,d records accepted, %,d windows, no dead letters", ACCEPTED.get(), WINDOWS.get());
         return rate;
     }
 
+    static final AtomicLong ACCEPTED = new AtomicLong();
     static final AtomicLong WINDOWS = new AtomicLong();
     static final AtomicLong DEAD_LETTERS = new AtomicLong();
 
     static final class CountOutputs implements MapFunction<OutputRecord, OutputRecord> {
         @Override
         public OutputRecord map(OutputRecord r) {
-            if (DeadLetters.SCHEMA.equals(r.schema)) {
+            if (r.acceptedInput) {
+                ACCEPTED.incrementAndGet();
+            } else if (DeadLetters.SCHEMA.equals(r.schema)) {
                 DEAD_LETTERS.incrementAndGet();
             } else if (IostatWindow.SCHEMA.equals(r.schema)) {
                 WINDOWS.incrementAndGet();
@@ -305,27 +398,35 @@ public final class StreamBenchmark {
         return out.length();
     }
 
-    static String report(int disks, int seconds, long records, List<Double> plain, List<Double> job, StateBytes state) {
-        double plainMedian = median(plain);
-        double jobMedian = median(job);
+    static String report(int disks, int seconds, Produced produced, Rates rates, StateBytes state) {
+        double plain = median(rates.plain());
+        double job = median(rates.job());
         int cores = Runtime.getRuntime().availableProcessors();
         return String.join("\n",
                 "# Stream jobs: throughput of the job graph and state per disk",
                 "",
                 "Measured " + LocalDate.now() + " by `make bench` on " + cores + " CPUs (Java " + Runtime.version().feature()
                         + ", Flink local cluster, parallelism " + PARALLELISM + "; Kafka in a container on the same machine): "
-                        + String.format("%,d", records) + " records of " + disks + " disks over " + seconds + " s "
+                        + String.format("%,d", produced.records()) + " records of " + disks + " disks over " + seconds + " s "
                         + "(per disk and second one io.diskstats.v1 and io.hist.v1 device, queue and total for reads and writes; "
-                        + "HDDs, SATA SSDs and NVMe in equal numbers) in one topic of " + PARTITIONS + " partitions. "
-                        + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then with the live job's graph "
-                        + "(decode, diskstats deltas, 10 s and 1 min windows on each disk's clock, detectors, latency rollups) as a bounded source. "
-                        + "Medians over rounds.",
+                        + "HDDs, SATA SSDs and NVMe in equal numbers) in one topic of " + PARTITIONS + " partitions, "
+                        + "each record signed by its host as the agents sign theirs (an " + HostSignatures.HEADER + " header, "
+                        + "schema/signing.json; " + String.format("%,d", produced.hosts()) + " hosts). "
+                        + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then twice with the live "
+                        + "job's graph (decode, diskstats deltas, 10 s and 1 min windows on each disk's clock, detectors, "
+                        + "latency rollups) as a bounded source: once taking the records unsigned, once, given the master "
+                        + "secret's file (--" + HostSignatures.OPTION + "), checking every record's signature against its "
+                        + "host's key; the two swap places every other round, so neither always runs on a JIT the other "
+                        + "warmed up. Both accept every record. Medians over rounds.",
                 "",
-                "| reader | records/s | records/s per core | vs plain consumer |",
-                "|---|---|---|---|",
-                String.format("| plain KafkaConsumer | %,.0f (rounds: %s) | %,.0f | 1.00 |", plainMedian, rounds(plain), plainMedian / cores),
-                String.format("| job graph | %,.0f (rounds: %s) | %,.0f | %.2f |", jobMedian, rounds(job), jobMedian / cores,
-                        jobMedian / plainMedian),
+                "| reader | records/s | records/s per core | vs plain consumer | vs job graph |",
+                "|---|---|---|---|---|",
+                row(PLAIN_CONSUMER, rates.plain(), cores, plain, job),
+                row(JOB_GRAPH, rates.job(), cores, plain, job),
+                row(CHECKED_JOB_GRAPH, rates.checked(), cores, plain, job),
+                "",
+                "Checking signatures, round by round (checked / unchecked job graph): " + ratios(rates.checked(), rates.job())
+                        + ".",
                 "",
                 String.format("Keyed state per disk, as the job's serializers write it: %,d bytes (detector history %,d, its open "
                         + "10 s and 1 min windows %,d, the windows' disk clocks %,d, last diskstats sample %,d, open latency "
@@ -336,6 +437,20 @@ public final class StreamBenchmark {
                 "",
                 "Rerun: `make bench-jobs` (starts Kafka in a container), or `make bench` for every benchmark.",
                 "");
+    }
+
+    private static String row(String reader, List<Double> rates, int cores, double plainMedian, double jobMedian) {
+        double median = median(rates);
+        return String.format("| %s | %,.0f (rounds: %s) | %,.0f | %.2f | %.2f |", reader, median, rounds(rates),
+                median / cores, median / plainMedian, median / jobMedian);
+    }
+
+    private static String ratios(List<Double> numerators, List<Double> denominators) {
+        List<String> each = new ArrayList<>();
+        for (int i = 0; i < numerators.size(); i++) {
+            each.add(String.format("%.2f", numerators.get(i) / denominators.get(i)));
+        }
+        return String.join(", ", each);
     }
 
     private static String rounds(List<Double> values) {
