@@ -147,7 +147,7 @@ def fleet(pipeline, tickets, agent_bin):
         stack.wait_for("every histogram stored", lambda: sum(fleet.stored_ios("histograms", "sum(count)").values()) == sent,
                        timeout_s=60)
         # The disks fell silent with the agent: the job closes their last windows once
-        # they have been silent for its diskIdleness (1 min), and sends their rollups.
+        # they have been silent for its DISK_IDLENESS (conftest), and sends their rollups.
         try:
             stack.wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
                            timeout_s=240)

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import stack
+from conftest import DISK_IDLENESS
 from end_to_end import SCENARIOS, Run, scenario_disk
 from kafka_records import TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
@@ -33,12 +34,9 @@ SECONDS = 80
 WINDOW_S = 10
 # S1 for as long as a fault test runs: healthy 4 ms reads, failing from 15 s in.
 DUSTY = dataclasses.replace(SCENARIOS["S1"], seconds=SECONDS)
-# How long the job waits on a silent disk before closing its windows: half the default, so
-# each fault's last windows close sooner once its workload ends. A fault that holds the
-# disk's records up for longer (every Kafka node away; the standby JobManager taking the
-# job, about 45 s here) has the job close windows on silence, and revise them with the
-# records that come after.
-DISK_IDLENESS = "PT30S"
+# A fault that holds the disk's records up for longer than the job's DISK_IDLENESS (every
+# Kafka node away; the standby JobManager taking the job, about 45 s here) has the job
+# close windows on silence, and revise them with the records that come after.
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "faults.md"
 COLUMNS = ("I/Os: kernel diskstats = agent histograms (+ reported missing)",
            "reads: histograms = in 10 s windows = stored on each replica and in iopipe_all (raw, 1 min, 1 h, 1 d)",

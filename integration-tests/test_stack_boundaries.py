@@ -7,6 +7,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -144,26 +145,36 @@ def _read_error(config, topic, group_prefix):
 def test_kafka_takes_only_who_it_knows(pipeline, tmp_path):
     brokers = pipeline.ports.brokers
     admin = stack.kafka_client(brokers)
-    wrong_password = {**admin, "sasl.password": "not-the-password"}
-    error, client_errors = _delivery(wrong_password, TOPICS["io.window.v1"], timeout_s=10)
-    assert error is not None and KafkaError._AUTHENTICATION in client_errors, (error, client_errors)
-    plaintext = {"bootstrap.servers": brokers}
-    error, _ = _delivery(plaintext, TOPICS["io.window.v1"], timeout_s=10)
-    assert error is not None, "a client without TLS and SASL gets nothing in"
     impostor = KafkaAccess(tmp_path).create()  # a CA of the same making, not the stack's
-    untrusted = {**admin, "ssl.ca.location": str(impostor.broker_dir / "ca.pem")}
-    error, _ = _delivery(untrusted, TOPICS["io.window.v1"], timeout_s=10)
-    assert error is not None, "a client that does not trust the stack's CA does not talk to it"
+    refused_senders = {
+        "wrong password": {**admin, "sasl.password": "not-the-password"},
+        "plaintext": {"bootstrap.servers": brokers},
+        "trusting another CA": {**admin, "ssl.ca.location": str(impostor.broker_dir / "ca.pem")},
+    }
+    # Each refusal takes its whole delivery timeout: the three wait side by side.
+    with ThreadPoolExecutor(len(refused_senders)) as pool:
+        sent = dict(zip(refused_senders, pool.map(
+            lambda config: _delivery(config, TOPICS["io.window.v1"], timeout_s=10), refused_senders.values())))
+    error, client_errors = sent["wrong password"]
+    assert error is not None and KafkaError._AUTHENTICATION in client_errors, (error, client_errors)
+    assert sent["plaintext"][0] is not None, "a client without TLS and SASL gets nothing in"
+    assert sent["trusting another CA"][0] is not None, "a client that does not trust the stack's CA does not talk to it"
+
     clickhouse = stack.kafka_client(brokers, CLICKHOUSE)
     assert _read_error(clickhouse, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) is None
-    forged = {**clickhouse, **{key: str(impostor.client_dir(CLICKHOUSE) / Path(path).name) for key, path in
-                               clickhouse.items() if key in ("ssl.certificate.location", "ssl.key.location")}}
-    assert _read_error(forged, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) is not None, \
-        "a certificate of the same name from another CA is refused"
-    no_certificate = {key: value for key, value in clickhouse.items()
-                      if key not in ("ssl.certificate.location", "ssl.key.location")}
-    assert _read_error(no_certificate, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) is not None, \
-        "the certificates' listener takes no client without one"
+    refused_readers = {
+        "a certificate of the same name from another CA is refused": {
+            **clickhouse, **{key: str(impostor.client_dir(CLICKHOUSE) / Path(path).name) for key, path in
+                             clickhouse.items() if key in ("ssl.certificate.location", "ssl.key.location")}},
+        "the certificates' listener takes no client without one": {
+            key: value for key, value in clickhouse.items() if key not in ("ssl.certificate.location", "ssl.key.location")},
+    }
+    with ThreadPoolExecutor(len(refused_readers)) as pool:
+        errors = dict(zip(refused_readers, pool.map(
+            lambda config: _read_error(config, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP),
+            refused_readers.values())))
+    for why, error in errors.items():
+        assert error is not None, why
 
 
 def test_each_principal_does_only_its_part(pipeline):

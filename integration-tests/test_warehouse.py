@@ -371,7 +371,7 @@ def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     device = [r for r in records if r["schema"] == "io.hist.v1" and r["latency"] == "device"]
     sent = {disk: sum(r["count"] for r in device if r["disk"] == disk) for disk in {r["disk"] for r in device}}
 
-    # The job closes the disk's last windows once the disk has been silent for a minute.
+    # The job closes the disk's last windows once the disk has been silent for its DISK_IDLENESS.
     try:
         stack.wait_for("S1's latency rollups", lambda: all(n == sent for n in latency_rollups_of(pipeline.reader, host).values()),
                        timeout_s=240)
