@@ -2,6 +2,13 @@
 shows, the selectors, and every threshold. Prose (runbooks, README) names these entries
 instead of restating their numbers.
 """
+import json
+from pathlib import Path
+
+PIPELINE_JSON = Path(__file__).resolve().parent.parent / "schema" / "pipeline.json"
+# The windows the panels read: the job's first length, which its longer windows are summed
+# from, so a bucket of any width sums them exactly.
+BASE_WINDOW_S = json.loads(PIPELINE_JSON.read_text())["window_s"][0]
 
 DATASOURCE_UID = "iopipe-clickhouse"
 DATASOURCE_TYPE = "grafana-clickhouse-datasource"

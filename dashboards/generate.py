@@ -23,7 +23,7 @@ from grafana_foundation_sdk.models import heatmap as heatmap_model
 from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh
 
 import alerts
-from config import ANOMALY, DATASOURCE_TYPE, DATASOURCE_UID, DISK, FLEET, IOSTAT
+from config import ANOMALY, BASE_WINDOW_S, DATASOURCE_TYPE, DATASOURCE_UID, DISK, FLEET, IOSTAT
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "json"
@@ -124,14 +124,14 @@ class Annotation(cogbuilder.Builder[ClickHouseAnnotation]):
 
 def series_sql(label, expression):
     return (f"SELECT {bucket('window_start')} AS time, concat(host, '/', disk, ' {label}') AS series, {expression} AS value "
-            f"FROM {WINDOWS} WHERE $__timeFilter(window_start) AND window_s = 10 AND {SELECTED} "
+            f"FROM {WINDOWS} WHERE $__timeFilter(window_start) AND window_s = {BASE_WINDOW_S} AND {SELECTED} "
             "GROUP BY time, series ORDER BY time")
 
 
 def latest_sql(columns):
     picked = ", ".join(f"round(argMax({c}, window_start_ns), 2) AS {c}" for c in columns)
     return (f"SELECT host, disk, toDateTime(intDiv(max(window_end_ns), 1000000000)) AS window_end, {picked} "
-            f"FROM {WINDOWS} WHERE $__timeFilter(window_start) AND window_s = 10 AND {SELECTED} "
+            f"FROM {WINDOWS} WHERE $__timeFilter(window_start) AND window_s = {BASE_WINDOW_S} AND {SELECTED} "
             "GROUP BY host, disk ORDER BY host, disk")
 
 

@@ -7,7 +7,7 @@ runs 16 KiB random reads on it one at a time, and turns it from healthy to retry
 of reads cost extra revolutions) to failing (every read takes 60 ms to half a second).
 The agent traces every I/O of the machine with eBPF into Kafka; the job windows and
 judges each disk; everything printed below is read back from ClickHouse as it lands:
-each 10 s window's iostat line and biolatency histogram, every anomaly with its
+each window's iostat line and biolatency histogram, every anomaly with its
 evidence, every change of the disk's health. It ends with what was found, the SQL that
 shows the same, and the ticket Alertmanager sent for the failing disk (the ticket bridge
 posts it) with its latency heatmap saved as a picture. The stack keeps running
@@ -91,13 +91,13 @@ class Watch:
         for w in self.clickhouse.json_rows(
                 f"SELECT window_start_ns, window_end_ns, reads_per_s, read_kib_per_s, read_await_ms, queue_size, util_pct "
                 f"FROM iopipe.windows FINAL WHERE {self.ours('window_start')} "
-                f"AND disk = {sql_string(self.disk)} AND op = 'all' AND window_s = 10 ORDER BY window_start_ns"):
+                f"AND disk = {sql_string(self.disk)} AND op = 'all' AND window_s = {stack.BASE_WINDOW_S} ORDER BY window_start_ns"):
             key = ("window", w["window_start_ns"])
             if key in self.shown or int(w["window_end_ns"]) > int(covered_ns):
                 continue
             self.shown.add(key)
             start_s, end_s = int(w["window_start_ns"]) / 1e9, int(w["window_end_ns"]) / 1e9
-            print(f"\n{clock(start_s)}-{clock(end_s)} {self.disk} (10 s window)  r/s {w['reads_per_s']:.1f}  "
+            print(f"\n{clock(start_s)}-{clock(end_s)} {self.disk} ({stack.BASE_WINDOW_S} s window)  r/s {w['reads_per_s']:.1f}  "
                   f"rkB/s {w['read_kib_per_s']:.0f}  r_await {w['read_await_ms']:.2f} ms  "
                   f"aqu-sz {w['queue_size']:.2f}  %util {w['util_pct']:.1f}")
             print("\n".join(biolatency(self.device_reads_histogram(w["window_start_ns"], w["window_end_ns"]))), flush=True)
@@ -248,7 +248,7 @@ def print_queries(watch):
             ("its anomalies with their evidence", "anomalies_of_disk", anomalies),
             ("its health: suspect, then failing, and the ticket", "suspect_to_failing", {"days": 1}),
             ("how long each detection took", "time_to_detect", {"days": 1}),
-            ("iostat -x of this host", "iostat_host", {"host": watch.host, "window_s": 10, "minutes": 10})):
+            ("iostat -x of this host", "iostat_host", {"host": watch.host, "window_s": stack.BASE_WINDOW_S, "minutes": 10})):
         arguments = " ".join(f"{k}={v}" for k, v in params.items())
         print(f"  # {what}\n  {{ python3 schema/queries/cookbook.py {name} {arguments}; echo FORMAT Vertical; }} "
               f"| curl -s -u iopipe_reader:$PW http://127.0.0.1:8123/ --data-binary @-")

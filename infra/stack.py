@@ -53,6 +53,11 @@ _TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
 # to (the same schemas: never map a schema through both).
 RECORD_TOPICS = _TOPICS_JSON["topics"]
 TOPICS = RECORD_TOPICS + _TOPICS_JSON["accepted"]
+# How the job keeps time (window lengths, allowed disorder, idleness, ...): the demo, the
+# benchmarks and the tests read it here.
+PIPELINE = json.loads((REPO / "schema" / "pipeline.json").read_text())
+# The job's first windows: the detectors judge these, and the longer ones are summed from them.
+BASE_WINDOW_S = PIPELINE["window_s"][0]
 LIVE_JOB_CLASS = "io.iopipe.jobs.LiveJob"
 FLINK_IMAGE = "iopipe/flink:dev"
 JOB_LEVEL_SETTINGS = ("state.", "execution.checkpointing.", "restart-strategy.", "parallelism.")

@@ -21,7 +21,7 @@ SECONDS = 150
 # The dusty disk has its ticket well before this; the rest of its records reach the job
 # only after it was cancelled and restored.
 RESTORE_AFTER_S = 70
-WINDOW_S = 10
+WINDOW_S = stack.BASE_WINDOW_S
 # The build whose savepoint the upgrade test restores into this one: the first that connects
 # to a Kafka with TLS and SASL (--kafka-config), as the stack's now is; a site secures its
 # Kafka only once it runs such a build. Move it on when a release ships, or when the state

@@ -10,11 +10,11 @@ import iostat_reference
 from kafka_records import consume_host
 import stack
 
-WINDOW_S = 10
+WINDOW_S = stack.BASE_WINDOW_S
 SAMPLES = 32
-# A window closes once the watermark (newest sample minus the job's 5 s of allowed
-# disorder) passes its end; windows ending this long before the last sample must exist.
-CLOSED_MARGIN_NS = 6_000_000_000
+# A window closes once the watermark (newest sample minus the job's allowed disorder)
+# passes its end; windows ending that long and a second more before the last sample must exist.
+CLOSED_MARGIN_NS = (stack.PIPELINE["out_of_orderness_s"] + 1) * 1_000_000_000
 COMPARED = ("interval_s", "samples", "reads_completed", "writes_completed",
             "reads_per_s", "writes_per_s", "read_kib_per_s", "write_kib_per_s",
             "read_merges_per_s", "write_merges_per_s", "read_merges_pct", "write_merges_pct",

@@ -15,7 +15,7 @@ import alerts
 import generate
 import heatmap_svg
 import macros
-from config import DISK, FLEET
+from config import BASE_WINDOW_S, DISK, FLEET
 
 NOW_S = 4_000_000_020  # a whole minute; "now" for every query and rule
 HOUR_S = 3600
@@ -71,9 +71,11 @@ def health(host, disk, at_s, from_state, to_state, action="", ticket=""):
 
 
 def window(host, disk, start_s, util_pct, queue_size, write_await_ms, writes):
-    return {"host": host, "disk": disk, "op": "all", "window_s": 10, "window_start": At(start_s),
-            "window_start_ns": start_s * NS, "window_end_ns": (start_s + 10) * NS, "interval_s": 10.0, "samples": 10,
-            "rotational": 0, "writes_completed": writes, "writes_per_s": writes / 10, "write_await_ms": write_await_ms,
+    """One of the job's first windows (the ones the panels read), of one-second samples."""
+    return {"host": host, "disk": disk, "op": "all", "window_s": BASE_WINDOW_S, "window_start": At(start_s),
+            "window_start_ns": start_s * NS, "window_end_ns": (start_s + BASE_WINDOW_S) * NS,
+            "interval_s": float(BASE_WINDOW_S), "samples": BASE_WINDOW_S, "rotational": 0,
+            "writes_completed": writes, "writes_per_s": writes / BASE_WINDOW_S, "write_await_ms": write_await_ms,
             "queue_size": queue_size, "util_pct": util_pct}
 
 
@@ -146,7 +148,8 @@ class Fleet:
                 health(a, "sdh", NOW_S - HOUR_S - 60, "failing", "suspect"),
                 health(a, "sdh", NOW_S - HOUR_S, "suspect", "healthy", "resolve", f"iopipe-{a}-sdh"),
             ],
-            "windows": [window(a, "sdc", NOW_S - 60 + 10 * i, 100.0, 1.0, 0.08, 120_000) for i in range(6)]
+            "windows": [window(a, "sdc", start_s, 100.0, 1.0, 0.08, 120_000)
+                        for start_s in range(NOW_S - 60, NOW_S, BASE_WINDOW_S)]
                        + [window(a, "sdd", NOW_S - 60, 3.1, 0.2, 146.0, 11)],
             "disk_inventory": [inventory(a, d, NOW_S - 5) for d in ("sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh")]
                               + [inventory(b, "sda", NOW_S - 600), inventory(c, "sda", NOW_S - 5),

@@ -1,8 +1,8 @@
--- iostat -x of one host: what `iostat -x 10` (or `iostat -x 60`) would have printed over
--- the last minutes, one row per disk per window, with sysstat's column names. The rates
--- are the kernel's counters over each window, computed as sysstat computes them.
+-- iostat -x of one host: what `iostat -x <window_s>` would have printed over the last
+-- minutes, one row per disk per window, with sysstat's column names. The rates are the
+-- kernel's counters over each window, computed as sysstat computes them.
 --
--- Parameters: host (String), window_s (UInt32: 10 or 60), minutes (UInt32).
+-- Parameters: host (String), window_s (UInt32: one of schema/pipeline.json's window_s), minutes (UInt32).
 -- Reads: windows, one host's range.
 SELECT
     window_start AS time,

@@ -1,5 +1,6 @@
 """The contract itself: schemas are valid JSON Schema, examples are the test vectors
-every component shares, and topics.json names only records that exist."""
+every component shares, topics.json names only records that exist, and pipeline.json
+holds every timing its schema says, in whole seconds."""
 import json
 from pathlib import Path
 
@@ -92,6 +93,12 @@ def test_each_agent_record_the_job_reads_has_an_accepted_topic():
     agent = {t["record"]: t for t in listed["topics"] if t["producer"] == "agent" and t["record"] != "io.agent.v1"}
     accepted = {t["record"]: t for t in listed["accepted"]}
     assert set(accepted) == set(agent), "every agent record ClickHouse stores, and only those"
+
+
+def test_pipeline_json_is_what_its_schema_says():
+    schema = json.loads((SCHEMA / "pipeline.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(json.loads((SCHEMA / "pipeline.json").read_text()))
 
 
 def test_an_anomalys_evidence_text_is_its_evidence():

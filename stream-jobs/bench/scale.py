@@ -15,10 +15,11 @@ what a fleet.py disk sends each second. Measured while it runs:
   checkpoint) over the run after WARM_UP_S; its lag is the age of the oldest record past
   them;
 - checkpoints: Flink's REST API (/jobs/:id/checkpoints): duration, size, failures;
-- latency: for the disks of PROBE_HOSTS hosts, from when the producer had sent a 10 s
-  window's last records (the second ending in the window) to when the window's row is
-  first seen in either ClickHouse replica (polled every POLL_S). It includes the job's
-  wait for a disk's clock to pass the window's end plus the out-of-orderness (5 s).
+- latency: for the disks of PROBE_HOSTS hosts, from when the producer had sent a window's
+  last records (the second ending in it; windows of the job's first length, `window_s` in
+  schema/pipeline.json) to when the window's row is first seen in either ClickHouse
+  replica (polled every POLL_S). It includes the job's wait for a disk's clock to pass
+  the window's end plus the out-of-orderness (`out_of_orderness_s`).
 A size whose lag passes LAG_LIMIT_S, or whose producer falls that far behind the agents'
 clock, cannot be held: it stops there. Then, with the job cancelled, a plain consumer
 reads the same records (bytes only) for up to PLAIN_READ_S.
@@ -249,13 +250,13 @@ class Checkpoints:
 
 
 class WindowRows:
-    """When each 10 s window of the probe hosts' disks was first seen in ClickHouse."""
+    """When each of the job's first windows of the probe hosts' disks was first seen in ClickHouse."""
 
     def __init__(self, cluster, hosts, since_ns):
         self.clients = [cluster.users.client(cluster.ports.of_clickhouse_replica(r), "reader")
                         for r in stack.CLICKHOUSE_REPLICAS]
         names = ", ".join(f"'{h}'" for h in hosts)
-        self.sql = (f"SELECT DISTINCT host, disk, window_end_ns FROM iopipe.windows WHERE window_s = 10 "
+        self.sql = (f"SELECT DISTINCT host, disk, window_end_ns FROM iopipe.windows WHERE window_s = {stack.BASE_WINDOW_S} "
                     f"AND host IN ({names}) AND window_end_ns > {since_ns}")
         self.first_seen_ms = {}
 
@@ -385,7 +386,8 @@ def run_size(cluster, disks, seconds):
     job_id = stack.submit_live_job(ports, group_id=group)
     with tempfile.TemporaryDirectory() as scratch:
         templates = Path(scratch) / "templates.tsv"
-        start_ms = (int(time.time()) // 10 + 2) * 10_000  # 10-20 s ahead, on a window's boundary: time to write
+        # One to two windows ahead, on a window's boundary: time to write the templates.
+        start_ms = (int(time.time()) // stack.BASE_WINDOW_S + 2) * stack.BASE_WINDOW_S * 1000
         per_disk_s, by_schema = write_templates(templates, seconds, start_ms)
         if set(by_schema) != set(AGENT_RECORDS):
             sys.exit(f"fleet.py sends {sorted(by_schema)}, the benchmark measures the topics of {AGENT_RECORDS}")
@@ -646,11 +648,11 @@ def report(runs, shape, command):
         f"wall clock as `integration-tests/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind in "
         "every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
         f"{first['per_disk_s']:.2f} records ({mix}). Records/s consumed: the job's consumer group's offsets, committed "
-        f"by each checkpoint. Latency: for the disks of {PROBE_HOSTS} hosts, from when a 10 s window's last second was "
-        "sent to Kafka to when its row is first seen in either ClickHouse replica (polled every "
-        f"{POLL_S} s); it includes the job's wait for each disk's clock to pass the window's end by the 5 s "
-        f"out-of-orderness. The plain consumer reads the same records after the job is stopped, for up to "
-        f"{PLAIN_READ_S} s. A size stops once its lag (the age of the oldest record not checkpointed) passes "
+        f"by each checkpoint. Latency: for the disks of {PROBE_HOSTS} hosts, from when a {stack.BASE_WINDOW_S} s "
+        "window's last second was sent to Kafka to when its row is first seen in either ClickHouse replica (polled "
+        f"every {POLL_S} s); it includes the job's wait for each disk's clock to pass the window's end by the "
+        f"{stack.PIPELINE['out_of_orderness_s']} s out-of-orderness. The plain consumer reads the same records after "
+        f"the job is stopped, for up to {PLAIN_READ_S} s. A size stops once its lag (the age of the oldest record not checkpointed) passes "
         f"{LAG_LIMIT_S} s or the producer falls that far behind; it is held when the producer kept the clock (within "
         f"{PRODUCER_SLACK_S} s, after its first {WARM_UP_S} s), the lag stayed within {HELD_LAG_CHECKPOINTS} "
         "checkpoint intervals and every checkpoint triggered once records flowed completed. A job that keeps up "

@@ -10,6 +10,7 @@ import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.records.PipelineTimings;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.WindowSample;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -42,26 +43,27 @@ public final class Pipeline {
             "io.event.v1", "io.hist.v1", "io.diskstats.v1", "io.window.v1",
             "io.anomaly.v1", "io.health.v1", "io.deadletter.v1", "io.agent.v1", "io.latency.v1");
 
-    /** Tunables; defaults are what the live job runs with. */
+    /** Tunables; defaults are what the live job runs with, its timings those of schema/pipeline.json. */
     public static final class Config implements Serializable {
         /**
          * Window lengths. The records are windowed by the first, which the detectors read
          * and which alone keeps the events; the others are rolled up from it, so each is
          * a multiple of the first.
          */
-        public List<Integer> windowSeconds = List.of(10, 60);
+        public List<Integer> windowSeconds = PipelineTimings.WINDOW_SECONDS;
         /** How far behind its latest record a disk's clock stays, for records that overtake each other. */
-        public Duration outOfOrderness = Duration.ofSeconds(5);
+        public Duration outOfOrderness = PipelineTimings.OUT_OF_ORDERNESS;
         /** How long a disk's clock waits for a kind of record (diskstats, histograms) it stopped hearing. */
-        public Duration kindIdleness = Duration.ofSeconds(10);
+        public Duration kindIdleness = PipelineTimings.KIND_IDLENESS;
         /** A disk silent this long on the wall clock has its open windows closed. */
-        public Duration diskIdleness = Duration.ofMinutes(1);
-        public Duration diskForgottenAfter = Duration.ofMinutes(10);
+        public Duration diskIdleness = PipelineTimings.DISK_IDLENESS;
+        /** A disk silent this long on the wall clock is forgotten, with its state and timers. */
+        public Duration diskForgottenAfter = PipelineTimings.DISK_FORGOTTEN_AFTER;
         /**
          * How long after its window closed a late kernel histogram is still counted in the
          * latency rollups; at most their shortest period, so it amends that period or the one before.
          */
-        public Duration allowedLateness = Duration.ofMinutes(1);
+        public Duration allowedLateness = PipelineTimings.ALLOWED_LATENESS;
         /** The latency rollups' periods (io.latency.v1), shortest first: each a multiple of the first window length. */
         public List<Integer> latencyPeriodSeconds = LatencyPeriods.seconds();
         /**

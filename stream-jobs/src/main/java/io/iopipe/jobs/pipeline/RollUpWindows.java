@@ -11,9 +11,9 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
 /**
- * Per disk, longer windows made of the shorter ones: a 1 min window is its six 10 s
- * windows merged, exactly (diskstats sums add, histograms add bucket by bucket). The
- * records are windowed once, on the disk's own clock, and lateness means one thing.
+ * Per disk, longer windows made of the shorter ones: each is the windows of the first
+ * length it spans, merged exactly (diskstats sums add, histograms add bucket by bucket).
+ * The records are windowed once, on the disk's own clock, and lateness means one thing.
  * A disk's short windows come in time order, so a window from a later span, or the
  * last one of the span, closes the span. A disk silent for {@code idleMs} of wall
  * clock has its span sent as it stands and kept: if the disk speaks again within the

@@ -15,7 +15,7 @@ public final class RecordDecoder {
      * A disk's event-time clock follows its records, so one record from far ahead would
      * make the disk's next ones late until real time caught up: this bounds the damage.
      */
-    static final long MAX_CLOCK_AHEAD_NS = 15L * 60 * 1_000_000_000L;
+    static final long MAX_CLOCK_AHEAD_NS = PipelineTimings.MAX_CLOCK_AHEAD.toNanos();
     /**
      * The longest one I/O can spend in the block layer, queued or at the device. The
      * kernel fails a request long before: sd times a SCSI command out after 30 s and

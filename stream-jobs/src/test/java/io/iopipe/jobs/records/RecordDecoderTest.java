@@ -191,9 +191,11 @@ class RecordDecoderTest {
         assertTrue(unit.getMessage().contains("not nanoseconds"), unit.getMessage());
         long recordNs = 1_763_700_000_000_000_000L;
         long minuteNs = 60 * 1_000_000_000L;
-        DecodeException skew = assertThrows(DecodeException.class, () -> RecordDecoder.diskstats(valid, "t", recordNs - 16 * minuteNs));
+        long farAheadNs = RecordDecoder.MAX_CLOCK_AHEAD_NS + minuteNs;
+        DecodeException skew = assertThrows(DecodeException.class, () -> RecordDecoder.diskstats(valid, "t", recordNs - farAheadNs));
         assertTrue(skew.getMessage().startsWith("clock skew") && skew.getMessage().contains("NTP"), skew.getMessage());
-        assertEquals(recordNs, RecordDecoder.diskstats(valid, "t", recordNs - 14 * minuteNs).tsNs, "a clock a little ahead is tolerated");
+        long aLittleAheadNs = RecordDecoder.MAX_CLOCK_AHEAD_NS - minuteNs;
+        assertEquals(recordNs, RecordDecoder.diskstats(valid, "t", recordNs - aLittleAheadNs).tsNs, "a clock a little ahead is tolerated");
     }
 
     @Test
