@@ -82,7 +82,7 @@ class Fleet:
 
     def windows_closed_until(self, disk):
         (end_ns,), = self.rows(f"SELECT max(window_end_ns) FROM iopipe.windows "
-                               f"WHERE host = {{host}} AND disk = {sql_string(disk)} AND window_s = 10")
+                               f"WHERE host = {{host}} AND disk = {sql_string(disk)} AND window_s = {stack.BASE_WINDOW_S}")
         return int(end_ns) / 1e9
 
     def judged(self, runs, ended):

@@ -31,7 +31,7 @@ from kafka_records import TOPICS, consume_host, dead_letters_naming, partitions_
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
 
 SECONDS = 80
-WINDOW_S = 10
+WINDOW_S = stack.BASE_WINDOW_S
 # S1 for as long as a fault test runs: healthy 4 ms reads, failing from 15 s in.
 DUSTY = dataclasses.replace(SCENARIOS["S1"], seconds=SECONDS)
 # A fault that holds the disk's records up for longer than the job's DISK_IDLENESS (every

@@ -317,9 +317,10 @@ def test_histograms_read_after_their_windows_closed_still_count_once_in_the_roll
     histograms = [r for r in records if r["schema"] == "io.hist.v1"]
     produce(pipeline.ports.brokers, [r for r in records if r["schema"] == "io.diskstats.v1"])
     # Histograms not heard within 10 s are not waited for: the diskstats close the windows.
-    stack.wait_for("S4's first windows closed on its diskstats alone", lambda: int(pipeline.reader.rows(
-        f"SELECT uniqExact(window_start_ns) FROM iopipe.windows WHERE host = '{host}' AND window_s = 10")[0][0]) >= 5,
-        timeout_s=120)
+    first_windows = (f"SELECT uniqExact(window_start_ns) FROM iopipe.windows "
+                     f"WHERE host = '{host}' AND window_s = {stack.BASE_WINDOW_S}")
+    stack.wait_for("S4's first windows closed on its diskstats alone",
+                   lambda: int(pipeline.reader.rows(first_windows)[0][0]) >= 5, timeout_s=120)
     produce(pipeline.ports.brokers, histograms + histograms)
     sent = {"sdb": sum(r["count"] for r in histograms if r["latency"] == "device")}
     try:

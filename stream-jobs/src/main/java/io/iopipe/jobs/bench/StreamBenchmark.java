@@ -18,6 +18,7 @@ import io.iopipe.jobs.pipeline.WindowFunctions;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.PipelineTimings;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.RecordDecoder;
 import io.iopipe.jobs.Args;
@@ -81,7 +82,11 @@ public final class StreamBenchmark {
     static final int PARALLELISM = 2;
     static final int PARTITIONS = 2;
     /** The detectors' window, as the live job runs it. */
-    static final long WINDOW_NS = 10_000_000_000L;
+    static final long WINDOW_NS = PipelineTimings.WINDOW_SECONDS.get(0) * 1_000_000_000L;
+    /** How many detectors' windows a longer window is summed from. */
+    static final long PARTS_OF_LONGER_WINDOW = PipelineTimings.WINDOW_SECONDS.get(1) / PipelineTimings.WINDOW_SECONDS.get(0);
+    /** The windows a disk's closed-histogram record stays for: those within the allowed lateness, and the open one. */
+    static final long WINDOWS_REMEMBERING_HISTOGRAMS = PipelineTimings.ALLOWED_LATENESS.toNanos() / WINDOW_NS + 1;
 
     private StreamBenchmark() {}
 
@@ -343,15 +348,15 @@ public final class StreamBenchmark {
             w.endNs = w.startNs + WINDOW_NS;
             w.windowSeconds = (int) (WINDOW_NS / 1_000_000_000L);
             DiskDetector.onWindow(w, history);
-            // The 1 min window as it stands before its last 10 s part: the most it holds open.
-            minute = window.getKey() % 6 == 0 ? new DiskWindow() : minute;
-            if (window.getKey() % 6 != 5) {
+            // The longer window as it stands before its last part: the most it holds open.
+            minute = window.getKey() % PARTS_OF_LONGER_WINDOW == 0 ? new DiskWindow() : minute;
+            if (window.getKey() % PARTS_OF_LONGER_WINDOW != PARTS_OF_LONGER_WINDOW - 1) {
                 minute.absorbMeasures(w);
             }
             last = w;
         }
-        // The histograms each window closed in the last minute counted (for late ones), about 7 windows.
-        long closedHistograms = 7 * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
+        // The histograms each window closed within the allowed lateness counted (for late ones).
+        long closedHistograms = WINDOWS_REMEMBERING_HISTOGRAMS * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
         long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
         LatencySpan span = new LatencySpan("host-00000", "sdb", minute.startNs);
         span.absorb(minute.ops);
