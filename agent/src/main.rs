@@ -1,6 +1,7 @@
-//! iopipe-agent: the host side of iopipe. Samples /proc/diskstats and ships
-//! `io.diskstats.v1` records as NDJSON on stdout or straight to Kafka; converts
-//! captures of other tools into `io.event.v1` records.
+//! iopipe-agent: the host side of iopipe. Traces block I/O with BPF and samples
+//! /proc/diskstats (`io.hist.v1`, `io.event.v1`, `io.diskstats.v1`, and its own counters in
+//! `io.agent.v1`), as NDJSON on stdout or a unix socket, or straight to Kafka; converts
+//! captures and telemetry of other tools into `io.event.v1` and `io.window.v1` records.
 
 mod convert;
 mod diskstats;
@@ -54,15 +55,32 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Sample /proc/diskstats every interval and emit io.diskstats.v1 records.
+    /// Trace block I/O with BPF and sample /proc/diskstats (--no-trace: sample only).
+    ///
+    /// Every I/O a disk completes is counted in the kernel into per-disk, per-op log2
+    /// histograms of device, queue and total latency, sent for each interval with I/O
+    /// (io.hist.v1); the I/Os worth reading one by one (outliers, 1 in --uniform-every of
+    /// the rest, flight recordings, every I/O of a quiet disk) are sent as they complete
+    /// (io.event.v1). Every interval the agent also sends each disk's /proc/diskstats
+    /// sample (io.diskstats.v1) and its own counters (io.agent.v1), which include, per
+    /// disk, the completions of /proc/diskstats its histograms lack. Tracing needs CAP_BPF
+    /// and CAP_PERFMON; every capability is dropped once the programs are attached. With
+    /// --no-trace the agent sends its diskstats samples and counters alone, and needs no
+    /// privileges.
     Run(RunArgs),
-    /// Turn a capture made with biosnoop, blkparse, iosnoop -ts or an MSR-style CSV into
-    /// io.event.v1 records; malformed lines are reported by number and skipped.
+    /// Turn a capture of another tool into io.event.v1 records, or fleet telemetry into
+    /// io.window.v1 records.
+    ///
+    /// Captures: bcc's biosnoop, bpftrace's biosnoop.bt, blkparse, iosnoop -ts (-Qts with
+    /// --queued) and MSR-style CSV; telemetry: Perseus-style CSV. Malformed lines are
+    /// reported by number and skipped.
     Convert(ConvertArgs),
 }
 
 #[derive(clap::Args)]
 struct OutputArgs {
+    /// Where the records go: NDJSON on stdout, NDJSON to a unix stream socket (--socket),
+    /// or each record to its Kafka topic (--brokers).
     #[arg(long, value_enum, default_value = "stdout")]
     output: Output,
     /// Kafka bootstrap servers, with --output kafka.
@@ -188,10 +206,11 @@ struct RunArgs {
     /// Host name in every record (default: the kernel's hostname under --proc-root).
     #[arg(long, env = "IOPIPE_HOST")]
     host: Option<String>,
-    /// Sampling interval in milliseconds.
+    /// How often, in milliseconds, the agent samples /proc/diskstats and sends the
+    /// interval's histograms and its own counters.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
     interval_ms: u64,
-    /// Stop after this many samples (0: run until SIGINT/SIGTERM).
+    /// Stop after this many intervals (0: run until SIGINT/SIGTERM).
     #[arg(long, default_value_t = 0)]
     count: u64,
     /// Include partitions, not only whole disks.
