@@ -154,10 +154,10 @@ impl FlushSequences {
 
 /// The BPF side's counters in the order of enum bpf_counter, with what each counts.
 pub const KERNEL_COUNTERS: [(&str, &str); 14] = [
-    ("ios_untracked", "completions of requests dispatched before the agent attached, without a kernel dispatch time"),
+    ("ios_untracked", "completions with no dispatch time, the agent's or the kernel's (dispatched before it attached, or their tag slot taken): not in the histograms"),
     ("partial_completions", "partial completions (the request went on)"),
-    ("disk_map_full", "I/Os of request queues numbered beyond the agent's disk tables (--max-disks): not counted"),
-    ("tag_collisions", "dispatches whose tag slot was taken: no in-flight depth or task for them"),
+    ("disk_map_full", "completions of request queues numbered beyond the agent's disk tables (--max-disks): not in the histograms"),
+    ("tag_collisions", "dispatches whose tag slot another request held: that request's completion has no in-flight depth or task"),
     ("ios_other_ops", "zone, write-zeroes and driver requests: not read, write, discard or flush"),
     ("io_errors", "completions carrying an error"),
     ("outliers", "completions over their disk's outlier threshold or the ceiling"),

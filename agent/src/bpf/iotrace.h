@@ -117,22 +117,36 @@ struct event {
 	char comm[COMM_LEN];
 };
 
-/* Everything the BPF side sees, misses or drops, counted per CPU. */
+/* Everything the BPF side sees, misses or drops, counted per CPU. The agent exports them
+ * in this order (KERNEL_COUNTERS in iotrace.rs). */
 enum bpf_counter {
-	COUNTER_UNTRACKED = 0,        /* completions of requests dispatched before we attached */
+	/* completions with no dispatch time of ours (dispatched before we attached, their tag
+	 * slot taken by another request, their queue's entry being taken over) nor of the
+	 * kernel's (stamped only when queue statistics are on): not in the histograms */
+	COUNTER_UNTRACKED = 0,
 	COUNTER_PARTIAL = 1,          /* partial completions (the request goes on) */
-	COUNTER_DISK_MAP_FULL = 2,    /* I/Os of request queues numbered beyond the tables: not counted */
-	COUNTER_TAG_COLLISIONS = 3,   /* dispatches whose tag slot was taken: their completion has no inflight/comm */
+	/* completions of request queues numbered beyond the tables: not in the histograms */
+	COUNTER_DISK_MAP_FULL = 2,
+	/* dispatches whose tag slot another request held (a collision, or one whose completion
+	 * we missed): that request's completion finds no slot, so has no dispatch time,
+	 * in-flight depth or task of ours */
+	COUNTER_TAG_COLLISIONS = 3,
 	COUNTER_OTHER_OPS = 4,        /* zone, write-zeroes and driver ops: not read/write/discard/flush */
-	COUNTER_ERRORS = 5,           /* completions carrying an error */
-	COUNTER_OUTLIERS = 6,         /* completions above their disk's threshold or the ceiling */
+	COUNTER_ERRORS = 5,           /* timed completions carrying an error */
+	/* completions whose device time is above their disk's threshold or whose total time is
+	 * above the ceiling */
+	COUNTER_OUTLIERS = 6,
 	COUNTER_EVENTS = 7,           /* events written to the ring buffer */
-	COUNTER_DROPPED_BUDGET = 8,   /* sampled events over their disk's per-second budget */
-	COUNTER_DROPPED_OUTLIERS = 9, /* of which outliers */
-	COUNTER_DROPPED_RINGBUF = 10, /* sampled events the full ring buffer refused */
-	COUNTER_RECORDER_STARTS = 11, /* flight recordings started by an outlier cluster */
+	COUNTER_DROPPED_BUDGET = 8,   /* sampled I/Os over their disk's per-second event budget: no event */
+	COUNTER_DROPPED_OUTLIERS = 9, /* outliers among the drops of both kinds, budget and ring buffer */
+	COUNTER_DROPPED_RINGBUF = 10, /* sampled I/Os the full ring buffer refused: no event */
+	/* flight recordings started by a cluster of outliers (the agent starts those of a
+	 * shifted latency shape, through disk_config) */
+	COUNTER_RECORDER_STARTS = 11,
 	COUNTER_RETIRED = 12,         /* CPU copies of a disk's histograms retired: another disk took over its request queue */
-	COUNTER_RETIRED_LOST = 13,    /* of which found no room to retire: their counts are lost */
+	/* of which could not be retired (the table full, or this CPU's copy of that disk
+	 * retired before and not yet drained): their counts are lost */
+	COUNTER_RETIRED_LOST = 13,
 	COUNTERS = 14,
 };
 
