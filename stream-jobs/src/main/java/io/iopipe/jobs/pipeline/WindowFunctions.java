@@ -5,19 +5,21 @@ import io.iopipe.jobs.detect.OpLatency;
 import io.iopipe.jobs.detect.Saturating;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
-import org.apache.flink.api.common.functions.AggregateFunction;
+import java.io.Serializable;
 
 /** How a disk's records fold into its window as they come. */
 public final class WindowFunctions {
     private WindowFunctions() {}
 
-    public static final class Accumulate implements AggregateFunction<DiskRecord, DiskWindow, DiskWindow> {
-        @Override
+    /**
+     * Opens a window and adds records to it, for {@link DiskWindows}, which holds one (so it
+     * travels with the job graph) and decides which window each record belongs to.
+     */
+    public static final class Accumulate implements Serializable {
         public DiskWindow createAccumulator() {
             return new DiskWindow();
         }
 
-        @Override
         public DiskWindow add(DiskRecord r, DiskWindow w) {
             w.host = r.host;
             w.disk = r.disk;
@@ -66,19 +68,6 @@ public final class WindowFunctions {
                 op.eventDepthWeight += e.sampleWeight;
             }
             w.keep(e);
-        }
-
-        @Override
-        public DiskWindow getResult(DiskWindow w) {
-            return w;
-        }
-
-        @Override
-        public DiskWindow merge(DiskWindow a, DiskWindow b) {
-            a.absorbMeasures(b);
-            b.events.forEach(a::keep);
-            a.eventsOverCap += b.eventsOverCap;
-            return a;
         }
     }
 }
