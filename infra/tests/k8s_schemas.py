@@ -3,7 +3,7 @@
 - Built-in kinds: PyPI `kubernetes-validate`, which bundles each Kubernetes release's
   OpenAPI as JSON Schema (strict variant: unknown fields are errors, as `kubectl apply`'s
   server-side field validation makes them).
-- Strimzi's Kafka, KafkaNodePool and KafkaTopic: Strimzi publishes no CRD YAML to a
+- Strimzi's Kafka, KafkaNodePool, KafkaTopic and KafkaUser: Strimzi publishes no CRD YAML to a
   registry, so the CRDs are made the way Strimzi's own release build makes them: its CRD
   generator (`io.strimzi:crd-generator`) run over its API classes (`io.strimzi:api`),
   both from Maven Central, same version. The generator's classes need Java 21 or newer.
@@ -35,6 +35,7 @@ STRIMZI_MODEL_CLASSES = {
     "Kafka": "io.strimzi.api.kafka.model.kafka.Kafka",
     "KafkaNodePool": "io.strimzi.api.kafka.model.nodepool.KafkaNodePool",
     "KafkaTopic": "io.strimzi.api.kafka.model.topic.KafkaTopic",
+    "KafkaUser": "io.strimzi.api.kafka.model.user.KafkaUser",
 }
 STRIMZI_MIN_JAVA = 21
 
@@ -142,7 +143,9 @@ def _load_yaml(text):
 @functools.lru_cache(maxsize=None)
 def crds():
     """CustomResourceDefinition documents by the kind they define."""
-    strimzi = _cached(f"strimzi-{STRIMZI_VERSION}", _generate_strimzi_crds)
+    # Named by its kinds as well, so adding a kind makes a new cache instead of a missing file.
+    strimzi = _cached(f"strimzi-{STRIMZI_VERSION}-" + "-".join(sorted(STRIMZI_MODEL_CLASSES)).lower(),
+                      _generate_strimzi_crds)
     flink = _cached(f"flink-kubernetes-operator-api-{FLINK_OPERATOR_VERSION}", _extract_flink_crd)
     found = {kind: json.loads((strimzi / f"{kind}.json").read_text()) for kind in STRIMZI_MODEL_CLASSES}
     found["FlinkDeployment"] = json.loads((flink / "FlinkDeployment.json").read_text())

@@ -1,7 +1,8 @@
 """The production manifests in infra/k8s hold together without a cluster: every object
 matches the schema Kubernetes or its operator would check it against (k8s_schemas.py says
 where each comes from), a misspelt field fails, and the manifests keep iopipe's own rules
-(the agent's two capabilities, the job's durable checkpoints, topics from topics.json)."""
+(the agent's two capabilities, the job's durable checkpoints, topics from topics.json, each
+Kafka principal allowed its part only)."""
 import copy
 import json
 import re
@@ -18,10 +19,14 @@ import k8s_schemas
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "infra" / "k8s"
+README = K8S / "README.md"
 TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
 TOPICS = TOPICS_JSON["topics"] + TOPICS_JSON["accepted"]
 NAMESPACE = "iopipe"
-CUSTOM_KINDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "FlinkDeployment"}
+CUSTOM_KINDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser", "FlinkDeployment"}
+USERS_XML = REPO / "infra" / "clickhouse" / "users.xml"
+USERS_MODERN_XML = REPO / "infra" / "clickhouse" / "users.modern.xml"
+AGENT_NODES = ("node-a", "node-b.zone-1.example.com")  # what agent-users is run with here
 # Flink 2 versions that the CRD of FLINK_OPERATOR_VERSION cannot list (k8s_schemas.py).
 FLINK_2_VERSION = re.compile(r"v2_\d+")
 
@@ -82,6 +87,29 @@ def test_custom_resource_matches_its_operators_crd(item):
     assert without_known_crd_gaps(doc, k8s_schemas.custom_resource_errors(doc)) == []
 
 
+def agent_users_output(nodes=AGENT_NODES):
+    result = subprocess.run([sys.executable, str(K8S / "generate.py"), "agent-users", *nodes],
+                            capture_output=True, text=True, check=True)
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def test_the_agent_users_printed_for_the_nodes_match_their_schemas():
+    docs = agent_users_output()
+    assert sorted(doc["kind"] for doc in docs) == ["KafkaUser"] * len(AGENT_NODES) + ["Role"]
+    for doc in docs:
+        if doc["kind"] in CUSTOM_KINDS:
+            assert k8s_schemas.custom_resource_errors(doc) == []
+        else:
+            for version in k8s_schemas.KUBERNETES_VERSIONS:
+                assert k8s_schemas.builtin_errors(doc, version) == []
+
+
+def test_agent_users_refuses_a_name_no_node_can_have():
+    result = subprocess.run([sys.executable, str(K8S / "generate.py"), "agent-users", "Node_A"],
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "Node_A" in result.stderr and not result.stdout
+
+
 def test_the_flink_crd_gap_is_still_there():
     """When the pinned operator API lists Flink 2 versions, without_known_crd_gaps must go."""
     crd = k8s_schemas.crds()["FlinkDeployment"]
@@ -113,6 +141,15 @@ def test_a_flink_configuration_value_that_is_not_a_string_fails():
     flink["spec"]["flinkConfiguration"]["taskmanager.numberOfTaskSlots"] = 4
     errors = without_known_crd_gaps(flink, k8s_schemas.custom_resource_errors(flink))
     assert [(p, v) for p, v, _ in errors] == [("spec.flinkConfiguration.taskmanager.numberOfTaskSlots", "type")]
+
+
+def test_an_acl_rule_in_the_singular_form_strimzis_v1_dropped_fails():
+    user = copy.deepcopy(the("KafkaUser", "iopipe-job"))
+    rule = user["spec"]["authorization"]["acls"][0]
+    rule["operation"] = rule.pop("operations")[0]
+    paths = {(path, validator) for path, validator, _ in k8s_schemas.custom_resource_errors(user)}
+    assert ("spec.authorization.acls.0", "additionalProperties") in paths  # the unknown `operation`
+    assert ("spec.authorization.acls.0", "required") in paths  # and the missing `operations`
 
 
 def test_a_misspelt_label_field_in_custom_resource_metadata_fails():
@@ -156,23 +193,84 @@ def test_agent_adds_exactly_bpf_and_perfmon_and_is_not_privileged():
     assert {"cpu", "memory"} <= set(container["resources"]["limits"])
 
 
-def kafka_plain_bootstrap():
-    """<cluster>-kafka-bootstrap:<port of the listener without TLS>: what iopipe's own
-    clients use (kafka.yaml says why)."""
+def kafka_scram_bootstrap():
+    """<cluster>-kafka-bootstrap:<port of the TLS listener with SCRAM passwords>: what
+    iopipe's own clients use (kafka.yaml)."""
     kafka = the("Kafka")
-    (plain,) = [listener for listener in kafka["spec"]["kafka"]["listeners"] if not listener["tls"]]
-    return f"{kafka['metadata']['name']}-kafka-bootstrap:{plain['port']}"
+    (scram,) = [listener for listener in kafka["spec"]["kafka"]["listeners"]
+                if listener.get("authentication", {}).get("type") == "scram-sha-512"]
+    return f"{kafka['metadata']['name']}-kafka-bootstrap:{scram['port']}"
 
 
-def test_agent_produces_to_kafka_through_the_plain_listener_under_the_nodes_name():
-    (container,) = agent_pod()["containers"]
+def env_of(container):
+    return {env["name"]: env for env in container.get("env", [])}
+
+
+def mounted_at(pod, container, path):
+    """The volume of `pod` whose mount in `container` holds `path`."""
+    (mount,) = [m for m in container["volumeMounts"] if Path(path).is_relative_to(m["mountPath"])]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return volume
+
+
+def secret_keys(volume):
+    """(Secret, key) pairs a secret or projected volume holds."""
+    sources = [source["secret"] for source in volume.get("projected", {}).get("sources", []) if "secret" in source]
+    if "secret" in volume:
+        sources.append({"name": volume["secret"]["secretName"], "items": volume["secret"].get("items", [])})
+    return {(source["name"], item["key"]) for source in sources for item in source["items"]}
+
+
+def cluster_ca():
+    """The Secret and key where Strimzi keeps the certificate of the cluster's CA."""
+    return (f"{the('Kafka')['metadata']['name']}-cluster-ca-cert", "ca.crt")
+
+
+def test_agent_produces_to_kafka_over_tls_as_its_nodes_principal():
+    pod = agent_pod()
+    (container,) = pod["containers"]
     assert container["command"] == ["iopipe-agent"]
     args = container["args"]
     assert args[0] == "run"
     assert args[args.index("--output") + 1] == "kafka"
-    assert args[args.index("--brokers") + 1] == kafka_plain_bootstrap()
-    host = {env["name"]: env for env in container["env"]}["IOPIPE_HOST"]
-    assert host["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert args[args.index("--brokers") + 1] == kafka_scram_bootstrap()
+    assert env_of(container)["IOPIPE_HOST"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    # The settings come from the init container, through a volume in memory both mount.
+    config = args[args.index("--kafka-config") + 1]
+    volume = mounted_at(pod, container, config)
+    assert volume["emptyDir"]["medium"] == "Memory"
+    (init,) = pod["initContainers"]
+    assert mounted_at(pod, init, config) == volume
+    script = " ".join(init["args"])
+    assert config in script and 'user="agent-$IOPIPE_HOST"' in script and "umask 077" in script
+    assert env_of(init)["IOPIPE_HOST"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert "ssl.ca.location=/etc/iopipe/kafka-ca/ca.crt" in script
+    assert secret_keys(mounted_at(pod, container, "/etc/iopipe/kafka-ca/ca.crt")) == {cluster_ca()}
+
+
+def test_only_the_agents_init_container_holds_an_api_token():
+    pod = agent_pod()
+    assert pod["automountServiceAccountToken"] is False
+    tokens = {v["name"] for v in pod["volumes"]
+              if any("serviceAccountToken" in s for s in v.get("projected", {}).get("sources", []))}
+    assert len(tokens) == 1
+    (container,) = pod["containers"]
+    (init,) = pod["initContainers"]
+    assert not tokens & {m["name"] for m in container["volumeMounts"]}
+    assert tokens <= {m["name"] for m in init["volumeMounts"]}
+
+
+def test_the_agents_account_may_get_the_agents_secrets_and_nothing_else():
+    pod = agent_pod()
+    assert the("ServiceAccount", pod["serviceAccountName"])["automountServiceAccountToken"] is False
+    subject = {"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": NAMESPACE}
+    bindings = [doc for _, doc in OBJECTS if doc["kind"] == "RoleBinding" and subject in doc["subjects"]]
+    assert [b["roleRef"]["kind"] for b in bindings] == ["Role"]
+    (role,) = [doc for doc in agent_users_output() if doc["kind"] == "Role"]
+    assert role["metadata"]["name"] == bindings[0]["roleRef"]["name"]
+    (rule,) = role["rules"]
+    assert rule == {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
+                    "resourceNames": sorted(f"agent-{node}" for node in AGENT_NODES)}
 
 
 def test_agent_keeps_its_state_file_across_container_restarts_on_a_writable_volume():
@@ -226,10 +324,25 @@ def test_flink_runs_the_live_job_from_savepoints_within_its_slots():
     job = spec["job"]
     assert spec["mode"] == "native"
     assert job["entryClass"] == "io.iopipe.jobs.LiveJob"
-    assert job["args"] == ["--brokers", kafka_plain_bootstrap()]
+    assert job["args"][:2] == ["--brokers", kafka_scram_bootstrap()]
     assert job["upgradeMode"] == "savepoint"
     slots = int(spec["flinkConfiguration"]["taskmanager.numberOfTaskSlots"])
     assert job["parallelism"] <= spec["taskManager"]["replicas"] * slots
+
+
+def test_flink_connects_to_kafka_with_the_settings_of_its_principal_and_the_cluster_ca():
+    spec = flink()
+    args = spec["job"]["args"]
+    config = Path(args[args.index("--kafka-config") + 1])
+    pod = spec["podTemplate"]["spec"]
+    (container,) = pod["containers"]
+    volume = mounted_at(pod, container, config)
+    assert secret_keys(volume) == {("iopipe-job-kafka", config.name), cluster_ca()}
+    items = {item["key"]: item["path"] for source in volume["projected"]["sources"]
+             for item in source["secret"]["items"]}
+    mount = Path(next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == volume["name"]))
+    assert mount / items[config.name] == config
+    assert (mount / items["ca.crt"]).as_posix() in README.read_text(), "the README's client.properties names it"
 
 
 def stream_jobs_pom():
@@ -254,6 +367,12 @@ def test_image_tags_are_the_versions_of_what_they_package():
 # ---------------------------------------------------------------- Kafka
 
 
+def test_every_kafka_listener_is_tls_and_authenticates_and_acls_decide():
+    kafka = the("Kafka")["spec"]["kafka"]
+    assert all(listener["tls"] and listener["authentication"]["type"] for listener in kafka["listeners"])
+    assert kafka["authorization"] == {"type": "simple"}, "no super users beyond Strimzi's own"
+
+
 def test_kafka_is_three_kraft_nodes_with_replication_3_min_isr_2_on_persistent_disks_and_tls():
     kafka = the("Kafka")["spec"]["kafka"]
     pool = the("KafkaNodePool")
@@ -275,7 +394,70 @@ def test_topics_are_those_of_topics_json_with_three_replicas():
     assert actual == expected
 
 
-def test_committed_topics_are_what_the_generator_writes():
+def topics_by_producer(*producers):
+    return {t["name"] for t in TOPICS_JSON["topics"] if t["producer"] in producers}
+
+
+ACCEPTED = {t["name"] for t in TOPICS_JSON["accepted"]}
+
+
+def acls(user):
+    """{(resource type, name, pattern): operations} of a KafkaUser."""
+    assert user["spec"]["authentication"] == {"type": "scram-sha-512"}
+    assert user["spec"]["authorization"]["type"] == "simple"
+    found = {}
+    for rule in user["spec"]["authorization"]["acls"]:
+        resource = rule["resource"]
+        assert rule.get("type", "allow") == "allow"
+        key = (resource["type"], resource["name"], resource.get("patternType", "literal"))
+        assert key not in found
+        found[key] = set(rule["operations"])
+    return found
+
+
+def topics_allowed(found, *operations):
+    return {name for (kind, name, _), ops in found.items() if kind == "topic" and set(operations) <= ops}
+
+
+def group_prefixes(found):
+    assert all(ops == {"Read"} for (kind, _, _), ops in found.items() if kind == "group")
+    return {name for (kind, name, pattern) in found if kind == "group" and pattern == "prefix"}
+
+
+def kafka_user(name):
+    user = the("KafkaUser", name)
+    assert user["metadata"]["labels"]["strimzi.io/cluster"] == the("Kafka")["metadata"]["name"]
+    return user
+
+
+def test_the_job_reads_the_agents_records_and_writes_the_rest_and_the_dead_letters():
+    found = acls(kafka_user("iopipe-job"))
+    assert topics_allowed(found, "Read", "Describe") == topics_by_producer("agent")
+    assert topics_allowed(found, "Write", "Describe") == topics_by_producer("stream-jobs", "any") | ACCEPTED
+    assert all(ops <= {"Read", "Write", "Describe"} and not {"Read", "Write"} <= ops for ops in found.values())
+    live_job = (REPO / "stream-jobs/src/main/java/io/iopipe/jobs/LiveJob.java").read_text()
+    group_id = re.search(r'args\.get\("group-id", "([\w-]+)"\)', live_job).group(1)
+    assert group_prefixes(found) == {group_id}
+
+
+def test_clickhouse_reads_what_it_stores_and_writes_nothing():
+    found = acls(kafka_user("iopipe-clickhouse"))
+    assert topics_allowed(found, "Read", "Describe") == topics_by_producer("stream-jobs") | ACCEPTED
+    assert all(ops <= {"Read", "Describe"} for ops in found.values())
+    migrate = (REPO / "schema/clickhouse/migrate.py").read_text()
+    assert group_prefixes(found) == {re.search(r'kafka_group="([\w-]+)"', migrate).group(1)}
+
+
+def test_each_nodes_agent_writes_its_records_and_the_dead_letters_and_reads_nothing():
+    users = [doc for doc in agent_users_output() if doc["kind"] == "KafkaUser"]
+    assert sorted(u["metadata"]["name"] for u in users) == sorted(f"agent-{node}" for node in AGENT_NODES)
+    for user in users:
+        found = acls(user)
+        assert set(found) == {("topic", name, "literal") for name in topics_by_producer("agent", "any")}
+        assert all(ops == {"Write", "Describe"} for ops in found.values())
+
+
+def test_committed_topics_and_users_are_what_the_generator_writes():
     result = subprocess.run([sys.executable, str(K8S / "generate.py"), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
@@ -317,6 +499,58 @@ def test_clickhouse_uses_all_three_keepers_and_they_know_each_other():
     assert raft == [(str(ordinal + 1), name) for ordinal, name in enumerate(keepers)]
     (container,) = the("StatefulSet", "clickhouse-keeper")["spec"]["template"]["spec"]["containers"]
     assert "KEEPER_SERVER_ID=$(( ${HOSTNAME##*-} + 1 ))" in " ".join(container["args"])
+
+
+def clickhouse_pod():
+    return the("StatefulSet", "clickhouse")["spec"]["template"]["spec"]
+
+
+def test_clickhouse_reads_kafka_over_tls_as_its_principal_with_its_kafka_users_password():
+    settings = config_xml("clickhouse-config", "iopipe-cluster.xml").find("kafka")
+    assert settings.findtext("security_protocol") == "SASL_SSL"
+    assert settings.findtext("sasl_mechanism") == "SCRAM-SHA-512"
+    user = settings.findtext("sasl_username")
+    kafka_user(user)
+    pod = clickhouse_pod()
+    (container,) = pod["containers"]
+    password = env_of(container)[settings.find("sasl_password").get("from_env")]
+    assert password["valueFrom"]["secretKeyRef"] == {"name": user, "key": "password"}
+    ca = settings.findtext("ssl_ca_location")
+    assert secret_keys(mounted_at(pod, container, ca)) == {cluster_ca()}
+
+
+def users_d():
+    """users.d of the ClickHouse servers: file name -> the Secret key it comes from."""
+    pod = clickhouse_pod()
+    (container,) = pod["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/clickhouse-server/users.d"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return {item["path"]: item["key"] for item in volume["secret"]["items"]}
+
+
+def test_the_modern_users_file_lets_the_reader_set_its_query_time_limit_within_the_profiles_own():
+    modern = ET.parse(USERS_MODERN_XML).getroot()
+    users = ET.parse(USERS_XML).getroot()
+    defined = {profile.tag for profile in users.find("profiles")}
+    named = {profile.tag for profile in modern.find("profiles")}
+    assert named and named <= defined
+    reader = users.find("profiles/iopipe_reader")
+    assert reader.findtext("readonly") == "1"
+    (constraint,) = modern.find("profiles/iopipe_reader/constraints")
+    assert constraint.tag == "max_execution_time"
+    assert constraint.findtext("max") == reader.findtext("max_execution_time")
+    assert constraint.find("changeable_in_readonly") is not None
+    assert float(constraint.findtext("min")) > 0, "max_execution_time 0 is no limit at all"
+
+
+def test_clickhouse_servers_load_both_users_files_and_let_changeable_in_readonly_work():
+    assert sorted(users_d()) == ["iopipe-modern.xml", "iopipe.xml"]
+    config = config_xml("clickhouse-config", "iopipe-cluster.xml")
+    assert config.findtext("access_control_improvements/settings_constraints_replace_previous") == "true"
+    # The README's command puts each file in the Secret under its key.
+    readme = README.read_text()
+    assert f"{users_d()['iopipe-modern.xml']}=infra/clickhouse/{USERS_MODERN_XML.name}" in readme
+    assert f"{users_d()['iopipe.xml']}=/dev/stdin" in readme
 
 
 # ---------------------------------------------------------------- all of it
