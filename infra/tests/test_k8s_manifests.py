@@ -158,11 +158,28 @@ def test_a_misspelt_label_field_in_custom_resource_metadata_fails():
     assert [(p, v) for p, v, _ in k8s_schemas.custom_resource_errors(topic)] == [("metadata", "additionalProperties")]
 
 
-def test_a_field_with_cel_rules_is_refused_rather_than_passed_unchecked():
+def test_a_value_that_breaks_a_crds_cel_rule_fails_with_the_rules_message():
     kafka = copy.deepcopy(the("Kafka"))
-    kafka["spec"]["kafka"]["rack"] = {"topologyKey": "topology.kubernetes.io/zone"}
+    kafka["spec"]["kafka"]["rack"] = {"topologyKey": ""}
     assert [(p, v) for p, v, _ in k8s_schemas.custom_resource_errors(kafka)] == \
         [("spec.kafka.rack", "x-kubernetes-validations")]
+    user = copy.deepcopy(the("KafkaUser", "iopipe-clickhouse"))
+    user["spec"]["authentication"] = {"type": "tls", "validityDays": 30}
+    assert k8s_schemas.custom_resource_errors(user) == [
+        ("spec.authentication", "x-kubernetes-validations",
+         "Both 'validityDays' and 'renewalDays' must be set together, or both must be unset.")]
+
+
+def test_a_value_that_keeps_a_crds_cel_rules_passes():
+    kafka = copy.deepcopy(the("Kafka"))
+    kafka["spec"]["kafka"]["rack"] = {"topologyKey": "topology.kubernetes.io/zone"}
+    assert k8s_schemas.custom_resource_errors(kafka) == []
+
+
+def test_a_cel_rule_that_cannot_be_evaluated_here_counts_as_broken():
+    """Kubernetes' own CEL functions (isURL, quantity, ...) are not cel-python's."""
+    (message,) = k8s_schemas.broken_cel_rules({"url": "https://example.com"}, [{"rule": "isURL(self.url)"}])
+    assert "cannot be evaluated here" in message
 
 
 def test_a_misspelt_field_in_a_pod_security_context_fails():
