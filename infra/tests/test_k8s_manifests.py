@@ -18,6 +18,8 @@ import yaml
 import k8s_schemas
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "infra"))
+import kafka_access  # noqa: E402
 K8S = REPO / "infra" / "k8s"
 README = K8S / "README.md"
 TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
@@ -230,12 +232,26 @@ def mounted_at(pod, container, path):
     return volume
 
 
-def secret_keys(volume):
-    """(Secret, key) pairs a secret or projected volume holds."""
+def secret_sources(volume):
+    """The Secrets a secret or projected volume holds, each as {"name", "items"}."""
     sources = [source["secret"] for source in volume.get("projected", {}).get("sources", []) if "secret" in source]
     if "secret" in volume:
         sources.append({"name": volume["secret"]["secretName"], "items": volume["secret"].get("items", [])})
-    return {(source["name"], item["key"]) for source in sources for item in source["items"]}
+    return sources
+
+
+def secret_keys(volume):
+    """(Secret, key) pairs a secret or projected volume holds."""
+    return {(source["name"], item["key"]) for source in secret_sources(volume) for item in source["items"]}
+
+
+def secret_item_at(pod, container, path):
+    """(Secret, key) of the file at `path` in `container`."""
+    (mount,) = [m for m in container["volumeMounts"] if Path(path).is_relative_to(m["mountPath"])]
+    volume = mounted_at(pod, container, path)
+    (found,) = [(source["name"], item["key"]) for source in secret_sources(volume) for item in source["items"]
+                if Path(mount["mountPath"]) / item["path"] == Path(path)]
+    return found
 
 
 def cluster_ca():
@@ -390,6 +406,46 @@ def test_every_kafka_listener_is_tls_and_authenticates_and_acls_decide():
     assert kafka["authorization"] == {"type": "simple"}, "no super users beyond Strimzi's own"
 
 
+def listener_of(bootstrap):
+    """The listener of the Kafka in kafka.yaml that a client's bootstrap address reaches."""
+    kafka = the("Kafka")
+    host, port = bootstrap.rsplit(":", 1)
+    assert host == f"{kafka['metadata']['name']}-kafka-bootstrap"
+    (listener,) = [listener for listener in kafka["spec"]["kafka"]["listeners"] if listener["port"] == int(port)]
+    return listener
+
+
+# librdkafka's and the Java client's security.protocol for a listener's authentication.
+PROTOCOL_OF_AUTHENTICATION = {"scram-sha-512": "SASL_SSL", "tls": "SSL"}
+
+
+def kafka_clients():
+    """{client: (bootstrap address, security.protocol)} of every Kafka client the manifests
+    run: the agent (its init container writes its settings), the job (its settings are the
+    README's client.properties) and ClickHouse's Kafka tables (the migrations name their
+    brokers, README.md)."""
+    (agent,) = agent_pod()["containers"]
+    (init,) = agent_pod()["initContainers"]
+    job_args = flink()["job"]["args"]
+    readme = README.read_text()
+    (job_protocol,) = re.findall(r"security\.protocol=(\w+)", readme)
+    (clickhouse_brokers,) = set(re.findall(r"migrate\.py up .*?--kafka-brokers ([\w.:-]+)", readme, re.S))
+    return {
+        "agent": (agent["args"][agent["args"].index("--brokers") + 1],
+                  re.search(r"security\.protocol=(\w+)", " ".join(init["args"])).group(1)),
+        "job": (job_args[job_args.index("--brokers") + 1], job_protocol),
+        "clickhouse": (clickhouse_brokers, clickhouse_kafka_settings()["security_protocol"]),
+    }
+
+
+@pytest.mark.parametrize("client", ["agent", "job", "clickhouse"])
+def test_every_kafka_client_connects_over_tls_as_its_listener_authenticates(client):
+    bootstrap, protocol = kafka_clients()[client]
+    listener = listener_of(bootstrap)
+    assert listener["tls"] is True
+    assert PROTOCOL_OF_AUTHENTICATION[listener["authentication"]["type"]] == protocol
+
+
 def test_kafka_is_three_kraft_nodes_with_replication_3_min_isr_2_on_persistent_disks_and_tls():
     kafka = the("Kafka")["spec"]["kafka"]
     pool = the("KafkaNodePool")
@@ -420,7 +476,6 @@ ACCEPTED = {t["name"] for t in TOPICS_JSON["accepted"]}
 
 def acls(user):
     """{(resource type, name, pattern): operations} of a KafkaUser."""
-    assert user["spec"]["authentication"] == {"type": "scram-sha-512"}
     assert user["spec"]["authorization"]["type"] == "simple"
     found = {}
     for rule in user["spec"]["authorization"]["acls"]:
@@ -447,6 +502,34 @@ def kafka_user(name):
     return user
 
 
+def kafka_access_acls(principal):
+    """{(resource type, name, pattern): operations} that the compose stack's ACLs
+    (kafka_access.acl_lines, AclCommand arguments) give `principal`, in a KafkaUser's terms."""
+    found = {}
+    for line in kafka_access.acl_lines(TOPICS_JSON["topics"], TOPICS_JSON["accepted"]):
+        words = line.split()
+        pairs = list(zip(words[::2], words[1::2]))
+        if ("--allow-principal", principal) not in pairs:
+            continue
+        pattern = "prefix" if ("--resource-pattern-type", "prefixed") in pairs else "literal"
+        operations = {value for flag, value in pairs if flag == "--operation"}
+        for flag, value in pairs:
+            if flag in ("--topic", "--group"):
+                found.setdefault((flag.removeprefix("--"), value, pattern), set()).update(operations)
+    return found
+
+
+@pytest.mark.parametrize("name, authentication", [(kafka_access.JOB, "scram-sha-512"),
+                                                  (kafka_access.CLICKHOUSE, "tls")])
+def test_the_job_and_clickhouse_are_the_compose_stacks_principals_with_its_acls(name, authentication):
+    """ClickHouse by its certificate, whose principal Strimzi names CN=<user> as
+    kafka_access does; its ACLs are those of that principal."""
+    user = kafka_user(name)
+    assert user["spec"]["authentication"] == {"type": authentication}
+    assert (name in kafka_access.CERTIFICATE_PRINCIPALS) == (authentication == "tls")
+    assert acls(user) == kafka_access_acls(kafka_access.kafka_principal(name))
+
+
 def test_the_job_reads_the_agents_records_and_writes_the_rest_and_the_dead_letters():
     found = acls(kafka_user("iopipe-job"))
     assert topics_allowed(found, "Read", "Describe") == topics_by_producer("agent")
@@ -469,6 +552,7 @@ def test_each_nodes_agent_writes_its_records_and_the_dead_letters_and_reads_noth
     users = [doc for doc in agent_users_output() if doc["kind"] == "KafkaUser"]
     assert sorted(u["metadata"]["name"] for u in users) == sorted(f"agent-{node}" for node in AGENT_NODES)
     for user in users:
+        assert user["spec"]["authentication"] == {"type": "scram-sha-512"}
         found = acls(user)
         assert set(found) == {("topic", name, "literal") for name in topics_by_producer("agent", "any")}
         assert all(ops == {"Write", "Describe"} for ops in found.values())
@@ -522,18 +606,22 @@ def clickhouse_pod():
     return the("StatefulSet", "clickhouse")["spec"]["template"]["spec"]
 
 
-def test_clickhouse_reads_kafka_over_tls_as_its_principal_with_its_kafka_users_password():
-    settings = config_xml("clickhouse-config", "iopipe-cluster.xml").find("kafka")
-    assert settings.findtext("security_protocol") == "SASL_SSL"
-    assert settings.findtext("sasl_mechanism") == "SCRAM-SHA-512"
-    user = settings.findtext("sasl_username")
-    kafka_user(user)
+def clickhouse_kafka_settings():
+    """The Kafka tables' librdkafka settings, as <kafka> elements (dots as underscores)."""
+    return {setting.tag: setting.text for setting in config_xml("clickhouse-config", "iopipe-cluster.xml").find("kafka")}
+
+
+def test_clickhouse_reads_kafka_by_its_kafka_users_certificate_as_in_the_compose_stack():
+    settings = clickhouse_kafka_settings()
+    compose = {key.replace(".", "_"): value for key, value in kafka_access.certificate_settings().items()}
+    assert settings.keys() - {"auto_offset_reset"} == compose.keys()
+    assert settings["security_protocol"] == compose["security_protocol"] == "SSL"
     pod = clickhouse_pod()
     (container,) = pod["containers"]
-    password = env_of(container)[settings.find("sasl_password").get("from_env")]
-    assert password["valueFrom"]["secretKeyRef"] == {"name": user, "key": "password"}
-    ca = settings.findtext("ssl_ca_location")
-    assert secret_keys(mounted_at(pod, container, ca)) == {cluster_ca()}
+    assert secret_item_at(pod, container, settings["ssl_ca_location"]) == cluster_ca()
+    assert secret_item_at(pod, container, settings["ssl_certificate_location"]) == (kafka_access.CLICKHOUSE, "user.crt")
+    assert secret_item_at(pod, container, settings["ssl_key_location"]) == (kafka_access.CLICKHOUSE, "user.key")
+    assert mounted_at(pod, container, settings["ssl_key_location"])["projected"]["defaultMode"] == 0o440
 
 
 def users_d():
