@@ -378,6 +378,55 @@ def test_flink_connects_to_kafka_with_the_settings_of_its_principal_and_the_clus
     assert (mount / items["ca.crt"]).as_posix() in README.read_text(), "the README's client.properties names it"
 
 
+MASTER_SECRET = "iopipe-signing-secret"  # the Secret the installer makes (README.md)
+FLINK_IMAGE_GID = 9999  # the flink user's group in the official Flink image
+
+
+def signing_secret_option():
+    """The job's option that names the master secret's file (HostSignatures.OPTION)."""
+    java = (REPO / "stream-jobs/src/main/java/io/iopipe/jobs/records/HostSignatures.java").read_text()
+    return "--" + re.search(r'String OPTION = "([\w-]+)";', java).group(1)
+
+
+def test_the_job_checks_every_records_signature_with_the_master_secret_from_its_secret():
+    spec = flink()
+    args = spec["job"]["args"]
+    secret_file = args[args.index(signing_secret_option()) + 1]
+    pod = spec["podTemplate"]["spec"]
+    (container,) = pod["containers"]
+    assert secret_item_at(pod, container, secret_file) == (MASTER_SECRET, "signing.secret")
+    (mount,) = [m for m in container["volumeMounts"] if Path(secret_file).is_relative_to(m["mountPath"])]
+    assert mount["readOnly"] is True
+    assert mounted_at(pod, container, secret_file)["secret"]["defaultMode"] == 0o440, "its group's only"
+    assert pod["securityContext"]["fsGroup"] == FLINK_IMAGE_GID
+    assert f"--from-file={Path(secret_file).name}=/dev/stdin" in README.read_text(), "the README's command makes it"
+
+
+def secrets_referenced(doc):
+    """Names of the Secrets an object's pods get: volumes (secret, projected), env and envFrom."""
+    found = set()
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if key == "secretName":
+                found.add(value)
+            elif key in ("secret", "secretKeyRef", "secretRef") and isinstance(value, dict) and "name" in value:
+                found.add(value["name"])
+            found |= secrets_referenced(value)
+    elif isinstance(doc, list):
+        for item in doc:
+            found |= secrets_referenced(item)
+    return found
+
+
+def test_only_the_flink_pods_get_the_master_secret():
+    holders = [f"{doc['kind']}/{doc['metadata']['name']}" for _, doc in OBJECTS if MASTER_SECRET in secrets_referenced(doc)]
+    assert holders == [f"FlinkDeployment/{the('FlinkDeployment')['metadata']['name']}"]
+    (init,) = agent_pod()["initContainers"]
+    assert MASTER_SECRET not in " ".join(init["args"])
+    (role,) = [doc for doc in agent_users_output() if doc["kind"] == "Role"]
+    assert MASTER_SECRET not in role["rules"][0]["resourceNames"]
+
+
 def stream_jobs_pom():
     pom = ET.parse(REPO / "stream-jobs" / "pom.xml").getroot()
     return pom, {"m": "http://maven.apache.org/POM/4.0.0"}
