@@ -28,7 +28,10 @@ NAMESPACE = "iopipe"
 CUSTOM_KINDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser", "FlinkDeployment"}
 USERS_XML = REPO / "infra" / "clickhouse" / "users.xml"
 USERS_MODERN_XML = REPO / "infra" / "clickhouse" / "users.modern.xml"
-AGENT_NODES = ("node-a", "node-b.zone-1.example.com")  # what agent-users is run with here
+# schema/signing.json's example: a master secret and the key it gives one host.
+SIGNING_EXAMPLE = json.loads((REPO / "schema" / "signing.json").read_text())["examples"][0]
+# What agent-users is run with here: the example's host among them.
+AGENT_NODES = ("node-a", "node-b.zone-1.example.com", SIGNING_EXAMPLE["host"])
 # Flink 2 versions that the CRD of FLINK_OPERATOR_VERSION cannot list (k8s_schemas.py).
 FLINK_2_VERSION = re.compile(r"v2_\d+")
 
@@ -89,15 +92,22 @@ def test_custom_resource_matches_its_operators_crd(item):
     assert without_known_crd_gaps(doc, k8s_schemas.custom_resource_errors(doc)) == []
 
 
+def run_agent_users(*nodes, master_secret=SIGNING_EXAMPLE["master_secret_hex"] + "\n"):
+    """generate.py agent-users as the README runs it: the master secret through a pipe."""
+    return subprocess.run([sys.executable, str(K8S / "generate.py"), "agent-users", "--signing-secret", "/dev/stdin",
+                           *nodes], input=master_secret, capture_output=True, text=True)
+
+
 def agent_users_output(nodes=AGENT_NODES):
-    result = subprocess.run([sys.executable, str(K8S / "generate.py"), "agent-users", *nodes],
-                            capture_output=True, text=True, check=True)
+    result = run_agent_users(*nodes)
+    assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
 def test_the_agent_users_printed_for_the_nodes_match_their_schemas():
     docs = agent_users_output()
-    assert sorted(doc["kind"] for doc in docs) == ["KafkaUser"] * len(AGENT_NODES) + ["Role"]
+    assert sorted(doc["kind"] for doc in docs) == \
+        ["KafkaUser"] * len(AGENT_NODES) + ["Role"] + ["Secret"] * len(AGENT_NODES)
     for doc in docs:
         if doc["kind"] in CUSTOM_KINDS:
             assert k8s_schemas.custom_resource_errors(doc) == []
@@ -107,9 +117,31 @@ def test_the_agent_users_printed_for_the_nodes_match_their_schemas():
 
 
 def test_agent_users_refuses_a_name_no_node_can_have():
-    result = subprocess.run([sys.executable, str(K8S / "generate.py"), "agent-users", "Node_A"],
-                            capture_output=True, text=True)
+    result = run_agent_users("Node_A")
     assert result.returncode != 0 and "Node_A" in result.stderr and not result.stdout
+
+
+def test_agent_users_refuses_a_master_secret_that_is_not_64_hex_digits_and_never_shows_it():
+    result = run_agent_users("node-a", master_secret="correct horse battery staple\n")
+    assert result.returncode != 0 and "--signing-secret" in result.stderr and not result.stdout
+    assert "horse" not in result.stderr
+
+
+def host_keys(docs):
+    """{Secret name: signing.key} of agent-users' output."""
+    return {doc["metadata"]["name"]: doc["stringData"]["signing.key"] for doc in docs if doc["kind"] == "Secret"}
+
+
+def test_each_nodes_key_is_the_one_schema_signing_json_derives_for_its_name():
+    keys = host_keys(agent_users_output())
+    assert keys[f"iopipe-host-key-{SIGNING_EXAMPLE['host']}"] == SIGNING_EXAMPLE["host_key_hex"]
+    assert sorted(keys) == sorted(f"iopipe-host-key-{node}" for node in AGENT_NODES)
+    assert len(set(keys.values())) == len(AGENT_NODES), "each node its own key"
+
+
+def test_agent_users_print_the_nodes_keys_but_never_the_master_secret():
+    result = run_agent_users(*AGENT_NODES)
+    assert SIGNING_EXAMPLE["master_secret_hex"] not in result.stdout + result.stderr
 
 
 def test_the_flink_crd_gap_is_still_there():
@@ -281,6 +313,25 @@ def test_agent_produces_to_kafka_over_tls_as_its_nodes_principal():
     assert secret_keys(mounted_at(pod, container, "/etc/iopipe/kafka-ca/ca.crt")) == {cluster_ca()}
 
 
+def test_agent_signs_with_its_nodes_key_for_the_host_its_records_name():
+    pod = agent_pod()
+    (container,) = pod["containers"]
+    (init,) = pod["initContainers"]
+    args = container["args"]
+    key_file = args[args.index("--signing-key") + 1]
+    # Written by the init container (mode 600, umask 077) into the volume in memory both mount.
+    assert mounted_at(pod, container, key_file) == mounted_at(pod, init, key_file)
+    assert mounted_at(pod, container, key_file)["emptyDir"]["medium"] == "Memory"
+    script = " ".join(init["args"])
+    assert f"> {key_file}" in script
+    # From the Secret agent-users makes for the node the pod runs on ...
+    assert 'secret_key "iopipe-host-key-$IOPIPE_HOST" signing.key' in script
+    assert env_of(init)["IOPIPE_HOST"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    # ... whose name, the one its key is derived for, is the host the records name.
+    assert "--host" not in args
+    assert env_of(container)["IOPIPE_HOST"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+
+
 def test_only_the_agents_init_container_holds_an_api_token():
     pod = agent_pod()
     assert pod["automountServiceAccountToken"] is False
@@ -303,7 +354,8 @@ def test_the_agents_account_may_get_the_agents_secrets_and_nothing_else():
     assert role["metadata"]["name"] == bindings[0]["roleRef"]["name"]
     (rule,) = role["rules"]
     assert rule == {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
-                    "resourceNames": sorted(f"agent-{node}" for node in AGENT_NODES)}
+                    "resourceNames": sorted([f"agent-{node}" for node in AGENT_NODES]
+                                            + [f"iopipe-host-key-{node}" for node in AGENT_NODES])}
 
 
 def test_agent_keeps_its_state_file_across_container_restarts_on_a_writable_volume():
