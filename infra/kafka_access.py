@@ -321,3 +321,18 @@ def acl_lines(record_topics, accepted_topics):
 def agent_topics(record_topics):
     """What an agent may produce to: its records' topics and the dead letters."""
     return topics_of(record_topics, "agent") + topics_of(record_topics, "any")
+
+
+# Each agent principal's producer quota, bytes a second on each broker (Kafka counts quotas
+# per broker, and a host's records may all go to one broker's partitions): room for the
+# most an agent sends by design, so that a host taken over cannot crowd out the others. An
+# agent sends at most its --event-budget of events per disk a second (1000 by default,
+# agent/src/main.rs; the rest are dropped on the host and counted), each an event record of
+# 300-400 bytes of JSON with its key and iopipe-sig header: AGENT_EVENT_BYTES at most. Its
+# histograms, diskstats and own records add about 1 kB per disk a second. For a host of
+# AGENT_QUOTA_DISKS disks that is 12 MB/s; the quota is 16 MiB/s, so that an agent at its
+# full budget still drains the 64 MiB it holds while Kafka is away within 15 s. Kafka counts
+# the bytes as sent, lz4-compressed: a host's real traffic stays well below it.
+AGENT_QUOTA_DISKS = 24  # a dense storage node's disks
+AGENT_EVENT_BYTES = 500
+AGENT_PRODUCER_BYTE_RATE = 16 * 1024 * 1024

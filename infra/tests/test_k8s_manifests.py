@@ -29,7 +29,8 @@ CUSTOM_KINDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser", "FlinkDeplo
 USERS_XML = REPO / "infra" / "clickhouse" / "users.xml"
 USERS_MODERN_XML = REPO / "infra" / "clickhouse" / "users.modern.xml"
 # schema/signing.json's example: a master secret and the key it gives one host.
-SIGNING_EXAMPLE = json.loads((REPO / "schema" / "signing.json").read_text())["examples"][0]
+SIGNING = json.loads((REPO / "schema" / "signing.json").read_text())
+SIGNING_EXAMPLE = SIGNING["examples"][0]
 # What agent-users is run with here: the example's host among them.
 AGENT_NODES = ("node-a", "node-b.zone-1.example.com", SIGNING_EXAMPLE["host"])
 # Flink 2 versions that the CRD of FLINK_OPERATOR_VERSION cannot list (k8s_schemas.py).
@@ -657,6 +658,20 @@ def test_each_nodes_agent_writes_its_records_and_the_dead_letters_and_reads_noth
         found = acls(user)
         assert set(found) == {("topic", name, "literal") for name in topics_by_producer("agent", "any")}
         assert all(ops == {"Write", "Describe"} for ops in found.values())
+
+
+def test_each_agents_producer_quota_holds_a_full_hosts_event_budget():
+    main_rs = (REPO / "agent/src/main.rs").read_text()
+    budget = int(re.search(r"default_value_t = (\d+)\)\]\s*event_budget: u64", main_rs).group(1))
+    assert kafka_access.AGENT_PRODUCER_BYTE_RATE >= \
+        kafka_access.AGENT_QUOTA_DISKS * budget * kafka_access.AGENT_EVENT_BYTES
+    # An event record as sent: the largest example, its key and its signature header.
+    events = (REPO / "schema/examples/io.event.v1.valid.ndjson").read_text().splitlines()
+    signature = len(SIGNING["header"]) + len(SIGNING_EXAMPLE["header_value"])
+    assert max(map(len, events)) + len("web-17/nvme0n1") + signature < kafka_access.AGENT_EVENT_BYTES
+    for user in agent_users_output():
+        if user["kind"] == "KafkaUser":
+            assert user["spec"]["quotas"] == {"producerByteRate": kafka_access.AGENT_PRODUCER_BYTE_RATE}
 
 
 def test_committed_topics_and_users_are_what_the_generator_writes():
