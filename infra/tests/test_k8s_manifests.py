@@ -1,8 +1,9 @@
 """The production manifests in infra/k8s hold together without a cluster: every object
 matches the schema Kubernetes or its operator would check it against (k8s_schemas.py says
 where each comes from), a misspelt field fails, and the manifests keep iopipe's own rules
-(the agent's two capabilities, the job's durable checkpoints, topics from topics.json, each
-Kafka principal allowed its part only)."""
+(the agent's two capabilities, the job's durable checkpoints, topics from topics.json, every
+Kafka client on TLS as its own principal allowed its part only, the master secret in the
+job's pods only and each node's agent with its own host's key)."""
 import copy
 import json
 import re
