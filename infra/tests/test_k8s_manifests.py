@@ -800,3 +800,9 @@ def test_every_container_has_a_memory_limit_and_a_read_only_root():
             for container in doc["spec"]["template"]["spec"]["containers"]:
                 assert "memory" in container["resources"]["limits"], doc["metadata"]["name"]
                 assert container["securityContext"]["readOnlyRootFilesystem"] is True, doc["metadata"]["name"]
+
+
+def test_the_readmes_commands_hand_kubectl_secrets_through_pipes_never_as_arguments():
+    readme = README.read_text()
+    assert "--from-literal" not in readme, "ps shows every process's arguments"
+    assert readme.count("/dev/stdin") >= 5  # users, interserver, master secret, S3 keys, job settings
