@@ -21,7 +21,9 @@ The directory of a stack is 0700: the files in it are readable by the containers
 so nobody else on the host may reach them.
 """
 import json
+import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 import shutil
 import subprocess
@@ -39,6 +41,7 @@ NODE_NAME = "iopipe-kafka-node"  # the certificate's CN: start-kafka.sh makes Us
 MOUNT = "/etc/iopipe/kafka"  # where a container finds its directory
 SIGNING_SECRET = "signing.secret"  # the fleet's master secret, in the job's directory
 SCRAM_ITERATIONS = 8192
+QUOTA = re.compile(r"\b(\w+_byte_rate)=([0-9.E+]+)")  # in ConfigCommand's description of a user
 CERT_DAYS = 30  # a stack's CA outlives any test or demo; make down and up again for a new one
 
 
@@ -261,10 +264,16 @@ class KafkaAdmin:
         the key that signs its host's records; returns the paths of both."""
         principal = agent_principal(host)
         directory = self.access.add_principal(principal)
-        self._tool("kafka.admin.ConfigCommand", "--alter", "--entity-type", "users",
-                   "--entity-name", principal, "--add-config-file", f"{MOUNT}/users/{principal}.scram")
-        self.grant(principal, "--operation", "Write", "--operation", "Describe",
-                   *(arg for topic in agent_topics for arg in ("--topic", topic)))
+        user = ("kafka.admin.ConfigCommand", "--alter", "--entity-type", "users", "--entity-name", principal)
+        # Independent changes, each a tool's JVM, side by side (Kafka takes a user's SCRAM
+        # credential and its quota in separate requests).
+        with ThreadPoolExecutor(3) as pool:
+            changes = [pool.submit(self._tool, *user, "--add-config-file", f"{MOUNT}/users/{principal}.scram"),
+                       pool.submit(self._tool, *user, "--add-config", f"producer_byte_rate={AGENT_PRODUCER_BYTE_RATE}"),
+                       pool.submit(self.grant, principal, "--operation", "Write", "--operation", "Describe",
+                                   *(arg for topic in agent_topics for arg in ("--topic", topic)))]
+            for change in changes:
+                change.result()
         host_settings = read_properties(directory / "client.properties")
         host_settings["ssl.ca.location"] = str(directory / "ca.pem")
         path = directory / "agent.properties"
@@ -274,6 +283,12 @@ class KafkaAdmin:
         signing_key.write_text(host_key(read_key(self.access.signing_secret_path()), host).hex() + "\n")
         signing_key.chmod(0o600)
         return AgentAccess(path, signing_key)
+
+    def user_quotas(self, principal):
+        """The quotas the brokers hold for `principal`: {name: bytes per second}."""
+        described = self._tool("kafka.admin.ConfigCommand", "--describe", "--entity-type", "users",
+                               "--entity-name", principal)
+        return {name: float(value) for name, value in QUOTA.findall(described)}
 
     def grant(self, principal, *acl):
         """Allows `principal` (by name) what AclCommand's arguments `acl` say."""
@@ -285,11 +300,12 @@ class KafkaAdmin:
                    "--allow-principal", kafka_principal(principal), *acl)
 
     def _tool(self, main_class, *args):
-        subprocess.run(["docker", "exec", self.container, "java", "-Xmx256m", "-XX:TieredStopAtLevel=1",
+        """What the Kafka tool `main_class` printed, run in the node's container as the node."""
+        return subprocess.run(["docker", "exec", self.container, "java", "-Xmx256m", "-XX:TieredStopAtLevel=1",
                         "-XX:+UseSerialGC", "-cp", "/opt/kafka/libs/*", main_class,
                         "--bootstrap-server", f"127.0.0.1:{self.internal_port}",
                         "--command-config", "/etc/kafka/tools.properties", *args],
-                       capture_output=True, text=True, check=True)
+                       capture_output=True, text=True, check=True).stdout
 
 
 JOB_GROUP = "iopipe-stream-jobs"  # LiveJob's --group-id default, and the prefix of any other

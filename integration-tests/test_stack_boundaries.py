@@ -17,7 +17,8 @@ import scenarios
 import stack
 from confluent_kafka import Consumer, KafkaError, Producer
 from conftest import services
-from kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess, read_properties  # noqa: I100 - found through stack's path
+from kafka_access import (AGENT_PRODUCER_BYTE_RATE, CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP,  # noqa: I100 - found through stack's path
+                          KafkaAccess, agent_principal, read_properties)
 from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_host, dead_letters_naming, produce
 from migrate import ClickHouseError
 
@@ -178,11 +179,13 @@ def test_kafka_takes_only_who_it_knows(pipeline, tmp_path):
 
 
 def test_each_principal_does_only_its_part(pipeline):
-    """An agent produces its records and nothing else, and reads nothing; ClickHouse reads
-    only what it stores, and writes nothing."""
+    """An agent produces its records, no faster than its quota, and nothing else, and reads
+    nothing; ClickHouse reads only what it stores, and writes nothing."""
     brokers = pipeline.ports.brokers
-    agent = {"bootstrap.servers": brokers,
-             **read_properties(stack.agent_access(brokers, f"boundary-{uuid.uuid4().hex[:6]}").kafka_config)}
+    host = f"boundary-{uuid.uuid4().hex[:6]}"
+    agent = {"bootstrap.servers": brokers, **read_properties(stack.agent_access(brokers, host).kafka_config)}
+    assert stack.kafka_access(brokers).admin().user_quotas(agent_principal(host)) == {
+        "producer_byte_rate": AGENT_PRODUCER_BYTE_RATE}
     assert _delivery(agent, TOPICS["io.diskstats.v1"])[0] is None
     for topic in (TOPICS["io.window.v1"], TOPICS["io.health.v1"], ACCEPTED_TOPICS["io.diskstats.v1"]):
         assert _delivery(agent, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
