@@ -79,6 +79,60 @@ def test_invalid_examples_fail_for_their_stated_reason(name):
             assert holds(case["record"], case["field"]), case["why"]
 
 
+# Keywords that bound a value, and where subschemas hold more of them (`if` only
+# selects the records its `then` bounds).
+BOUNDS = {"const", "enum", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+          "exclusiveMaximum", "minItems", "maxItems", "minProperties", "maxProperties"}
+SUBSCHEMA_MAPS = {"properties", "$defs", "dependentSchemas"}
+SUBSCHEMAS = {"items", "additionalProperties", "propertyNames", "then", "else"}
+
+
+def bounds(schema, at=""):
+    """Where the schema bounds a value: a JSON pointer to each bounding keyword."""
+    found = set()
+    for keyword, value in schema.items():
+        if keyword in BOUNDS:
+            found.add(f"{at}/{keyword}")
+        elif keyword in SUBSCHEMA_MAPS:
+            for name, sub in value.items():
+                found |= bounds(sub, f"{at}/{keyword}/{name}")
+        elif keyword in SUBSCHEMAS:
+            found |= bounds(value, f"{at}/{keyword}")
+    return found
+
+
+def broken_bound(schema, error):
+    """The JSON pointer of the keyword a validation error breaks, through a `$ref` to where
+    that keyword is written."""
+    node, at = schema, ""
+    for part in error.absolute_schema_path:
+        if part not in node and "$ref" in node:
+            at = node["$ref"].removeprefix("#")
+            node = schema
+            for name in at.strip("/").split("/"):
+                node = node[name]
+        if part != "$ref":
+            node, at = node[part], f"{at}/{part}"
+    return at
+
+
+def records_the_job_decodes():
+    """The agent's records the stream job reads (it reports its own health apart)."""
+    listed = json.loads((SCHEMA / "topics.json").read_text())
+    return sorted(t["record"] for t in listed["topics"] if t["producer"] == "agent" and t["record"] != "io.agent.v1")
+
+
+@pytest.mark.parametrize("name", records_the_job_decodes())
+def test_every_bound_the_job_decodes_with_has_an_invalid_example_breaking_it(name):
+    """The job's decoder reads each bound from the schema and refuses every invalid example
+    for its field (RecordDecoderTest): an example per bound is what exercises each rule."""
+    schema = load_schema(name)
+    validator = jsonschema.Draft202012Validator(schema)
+    broken = {broken_bound(schema, e) for case in ndjson(SCHEMA / "examples" / f"{name}.invalid.ndjson")
+              for e in validator.iter_errors(case["record"])}
+    assert bounds(schema) - broken == set(), f"{name}: bounds no invalid example breaks"
+
+
 def test_topics_carry_known_records_keyed_by_disk():
     listed = json.loads((SCHEMA / "topics.json").read_text())
     topics, accepted = listed["topics"], listed["accepted"]
@@ -90,9 +144,8 @@ def test_topics_carry_known_records_keyed_by_disk():
 
 def test_each_agent_record_the_job_reads_has_an_accepted_topic():
     listed = json.loads((SCHEMA / "topics.json").read_text())
-    agent = {t["record"]: t for t in listed["topics"] if t["producer"] == "agent" and t["record"] != "io.agent.v1"}
-    accepted = {t["record"]: t for t in listed["accepted"]}
-    assert set(accepted) == set(agent), "every agent record ClickHouse stores, and only those"
+    accepted = {t["record"] for t in listed["accepted"]}
+    assert sorted(accepted) == records_the_job_decodes(), "every agent record ClickHouse stores, and only those"
 
 
 def test_pipeline_json_is_what_its_schema_says():

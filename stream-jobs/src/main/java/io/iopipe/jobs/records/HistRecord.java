@@ -4,7 +4,7 @@ package io.iopipe.jobs.records;
 public class HistRecord {
     public static final String SCHEMA = "io.hist.v1";
     /** 2^63 us is beyond any latency: 64 log2 buckets cover every value a long holds. */
-    public static final int MAX_BUCKETS = 64;
+    public static final int MAX_BUCKETS = RecordSchema.of(SCHEMA).maxItems("buckets_log2_us");
 
     public String host;
     public String disk;

@@ -4,12 +4,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.Set;
 
 /**
- * Turns input lines into typed records, enforcing schema/records/*.schema.json.
- * Every rule here is exercised by the schema's shared valid and invalid examples.
+ * Turns input lines into typed records, enforcing schema/records/*.schema.json, whose
+ * bounds it reads from there. Every rule here is exercised by the schema's shared valid
+ * and invalid examples: schema/tests/test_contract.py finds an invalid example for each bound.
  */
 public final class RecordDecoder {
-    /** Timestamps before 2001-09-09 are seconds or milliseconds mistaken for nanoseconds. */
-    static final long EARLIEST_PLAUSIBLE_NS = 1_000_000_000_000_000_000L;
+    private static final RecordSchema DISKSTATS = RecordSchema.of(DiskstatsSample.SCHEMA);
+    private static final RecordSchema HIST = RecordSchema.of(HistRecord.SCHEMA);
+    private static final RecordSchema EVENT = RecordSchema.of(IoEvent.SCHEMA);
+
+    /** Timestamps before 2001-09-09 (10^18 ns) are seconds or milliseconds mistaken for nanoseconds. */
+    static final long EARLIEST_PLAUSIBLE_NS = DISKSTATS.minimum("ts_ns");
     /**
      * How far ahead of this clock a producer's clock may run before its records are refused.
      * A disk's event-time clock follows its records, so one record from far ahead would
@@ -26,8 +31,8 @@ public final class RecordDecoder {
      * of times the longest retry chain: a longer I/O is a wrong timestamp (a zero, a
      * clock step, a unit mistaken), not a disk.
      */
-    static final long MAX_IO_LATENCY_NS = 24L * 60 * 60 * 1_000_000_000L;
-    static final long MAX_IO_LATENCY_US = MAX_IO_LATENCY_NS / 1000;
+    static final long MAX_IO_LATENCY_NS = EVENT.maximum("queue_ns");
+    static final long MAX_IO_LATENCY_US = HIST.maximum("max_us");
     /**
      * No device completes more than one I/O per nanosecond (the fastest NVMe drives
      * manage a few million a second, hundreds of times fewer), so a histogram counts at
@@ -50,12 +55,12 @@ public final class RecordDecoder {
         expectSchema(n, DiskstatsSample.SCHEMA);
         DiskstatsSample s = new DiskstatsSample();
         s.source = source;
-        s.host = Json.text(n, "host", 253);
-        s.disk = Json.text(n, "disk", 64);
+        s.host = Json.text(n, "host", DISKSTATS.maxLength("host"));
+        s.disk = Json.text(n, "disk", DISKSTATS.maxLength("disk"));
         s.tsNs = timestamp(n, "ts_ns", nowNs);
         s.rotational = Json.bool(n, "rotational");
         checkDiskIdentity(n);
-        s.model = Json.optionalTextUpTo(n, "model", 128);
+        s.model = Json.optionalTextUpTo(n, "model", DISKSTATS.maxLength("model"));
         s.rpm = rotationRate(n, s.rotational);
         s.readsCompleted = Json.counter(n, "reads_completed");
         s.readsMerged = Json.counter(n, "reads_merged");
@@ -93,24 +98,24 @@ public final class RecordDecoder {
     private static void checkDiskIdentity(JsonNode n) throws DecodeException {
         Json.optionalCounter(n, "major");
         Json.optionalCounter(n, "minor");
-        Json.optionalTextUpTo(n, "serial", 128);
-        Json.optionalLabels(n, "labels", 32, 256);
+        Json.optionalTextUpTo(n, "serial", DISKSTATS.maxLength("serial"));
+        Json.optionalLabels(n, "labels", DISKSTATS.maxProperties("labels"), DISKSTATS.maxValueLength("labels"));
     }
 
-    static final Set<String> OPS = Set.of("R", "W", "D", "F");
-    static final long MIN_RPM = 0x0401;
-    static final long MAX_RPM = 0xFFFE;
+    static final Set<String> OPS = HIST.allowed("op");
+    static final long MIN_RPM = DISKSTATS.minimum("rpm");
+    static final long MAX_RPM = DISKSTATS.maximum("rpm");
     /** An event's op: also unknown ("?") where the capture did not say. */
-    static final Set<String> EVENT_OPS = Set.of("R", "W", "D", "F", IoEvent.UNKNOWN_OP);
-    static final Set<String> TIMED_FROM = Set.of(IoEvent.TIMED_FROM_DISPATCH, IoEvent.TIMED_FROM_QUEUE);
-    static final Set<String> LATENCY_KINDS = Set.of("device", "queue", "total");
-    static final Set<String> SAMPLE_REASONS = Set.of("outlier", "uniform", "recorder", "all");
+    static final Set<String> EVENT_OPS = EVENT.allowed("op");
+    static final Set<String> TIMED_FROM = EVENT.allowed("timed_from");
+    static final Set<String> LATENCY_KINDS = HIST.allowed("latency");
+    static final Set<String> SAMPLE_REASONS = EVENT.allowed("sample_reason");
 
     public static HistRecord hist(JsonNode n, long nowNs) throws DecodeException {
         expectSchema(n, HistRecord.SCHEMA);
         HistRecord h = new HistRecord();
-        h.host = Json.text(n, "host", 253);
-        h.disk = Json.text(n, "disk", 64);
+        h.host = Json.text(n, "host", HIST.maxLength("host"));
+        h.disk = Json.text(n, "disk", HIST.maxLength("disk"));
         h.op = Json.oneOf(n, "op", OPS);
         h.latency = Json.oneOf(n, "latency", LATENCY_KINDS);
         h.startNs = timestamp(n, "start_ns", nowNs);
@@ -166,8 +171,8 @@ public final class RecordDecoder {
     public static IoEvent event(JsonNode n, long nowNs) throws DecodeException {
         expectSchema(n, IoEvent.SCHEMA);
         IoEvent e = new IoEvent();
-        e.host = Json.text(n, "host", 253);
-        e.disk = Json.text(n, "disk", 64);
+        e.host = Json.text(n, "host", EVENT.maxLength("host"));
+        e.disk = Json.text(n, "disk", EVENT.maxLength("disk"));
         e.op = Json.oneOf(n, "op", EVENT_OPS);
         e.bytes = Json.counter(n, "bytes");
         e.sector = Json.counter(n, "sector");
@@ -199,7 +204,7 @@ public final class RecordDecoder {
         if (e.error > 0) {
             throw new DecodeException("error must be 0 or -errno, got " + e.error);
         }
-        e.comm = Json.textUpTo(n, "comm", 16);
+        e.comm = Json.textUpTo(n, "comm", EVENT.maxLength("comm"));
         e.pid = Json.counter(n, "pid");
         e.sampleReason = Json.oneOf(n, "sample_reason", SAMPLE_REASONS);
         e.sampleWeight = Json.number(n, "sample_weight");

@@ -14,9 +14,11 @@ import java.util.Set;
 public final class WindowDecoder {
     public static final String SCHEMA = "io.window.v1";
     public static final String THROUGHPUT_LATENCY = "throughput_latency";
-    static final Set<String> METRICS = Set.of("iostat", THROUGHPUT_LATENCY);
-    static final Set<String> WINDOW_OPS = Set.of("all", "R", "W", "D", "F");
-    static final Set<String> QUANTILES = Set.of("every_io", "log2_buckets");
+    private static final RecordSchema WINDOW = RecordSchema.of(SCHEMA);
+    static final Set<String> METRICS = WINDOW.allowed("metrics");
+    static final Set<String> WINDOW_OPS = WINDOW.allowed("op");
+    static final Set<String> LATENCY_OPS = WINDOW.allowedNames("latency");
+    static final Set<String> QUANTILES = WINDOW.definition("op_latency").allowed("quantiles");
     /** The ops whose completions iostat's await and throughput count: flushes move no data. */
     private static final String[] DATA_OPS = {"read", "write", "discard"};
     private static final String[] COMPLETED = {"reads_completed", "writes_completed", "discards_completed"};
@@ -28,8 +30,8 @@ public final class WindowDecoder {
         if (!SCHEMA.equals(RecordDecoder.schemaOf(n))) {
             throw new DecodeException("schema must be " + SCHEMA + ", got " + RecordDecoder.schemaOf(n));
         }
-        String host = Json.text(n, "host", 253);
-        String disk = Json.text(n, "disk", 64);
+        String host = Json.text(n, "host", WINDOW.maxLength("host"));
+        String disk = Json.text(n, "disk", WINDOW.maxLength("disk"));
         String op = Json.oneOf(n, "op", WINDOW_OPS);
         long startNs = RecordDecoder.timestamp(n, "window_start_ns", nowNs);
         long endNs = RecordDecoder.timestamp(n, "window_end_ns", nowNs);
@@ -98,8 +100,8 @@ public final class WindowDecoder {
             throw new DecodeException("latency must be an object of ops");
         }
         for (Map.Entry<String, JsonNode> op : latency.properties()) {
-            if (!RecordDecoder.EVENT_OPS.contains(op.getKey())) {
-                throw new DecodeException("latency holds an op " + op.getKey() + " that is none of " + RecordDecoder.EVENT_OPS);
+            if (!LATENCY_OPS.contains(op.getKey())) {
+                throw new DecodeException("latency holds an op " + op.getKey() + " that is none of " + LATENCY_OPS);
             }
             if (op.getValue().has("quantiles")) {
                 Json.oneOf(op.getValue(), "quantiles", QUANTILES, "latency." + op.getKey() + ".quantiles");

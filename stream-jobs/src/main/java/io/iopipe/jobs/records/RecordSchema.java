@@ -1,0 +1,107 @@
+package io.iopipe.jobs.records;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.Collections;
+import java.util.LinkedHashSet;
+import java.util.Set;
+
+/**
+ * A record's JSON Schema from schema/records/, packed into the jar: the decoders read the
+ * bounds they enforce from here, so the contract states each once. A bound the schema
+ * does not state is a broken build, not a record let through.
+ */
+public final class RecordSchema {
+    private final String name;
+    private final JsonNode root;
+    private final JsonNode schema;
+
+    private RecordSchema(String name, JsonNode root, JsonNode schema) {
+        this.name = name;
+        this.root = root;
+        this.schema = schema;
+    }
+
+    /** The schema of a record, e.g. io.hist.v1. */
+    public static RecordSchema of(String record) {
+        String path = "/schema/records/" + record + ".schema.json";
+        try (InputStream in = RecordSchema.class.getResourceAsStream(path)) {
+            if (in == null) {
+                throw new IllegalStateException(path + " is missing from the classpath: rebuild the jar");
+            }
+            JsonNode root = Json.MAPPER.readTree(in);
+            return new RecordSchema(record, root, root);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** One of the schema's definitions ($defs), whose fields are read as a record's. */
+    public RecordSchema definition(String definition) {
+        return new RecordSchema(name + "#/$defs/" + definition, root, stated(root.path("$defs"), definition));
+    }
+
+    public int maxLength(String field) {
+        return stated(field(field), "maxLength").intValue();
+    }
+
+    public long minimum(String field) {
+        return stated(field(field), "minimum").longValue();
+    }
+
+    public long maximum(String field) {
+        return stated(field(field), "maximum").longValue();
+    }
+
+    public int maxItems(String field) {
+        return stated(field(field), "maxItems").intValue();
+    }
+
+    public int maxProperties(String field) {
+        return stated(field(field), "maxProperties").intValue();
+    }
+
+    /** The longest string an object field holds under any of its names. */
+    public int maxValueLength(String field) {
+        return stated(stated(field(field), "additionalProperties"), "maxLength").intValue();
+    }
+
+    /** The values a field may take (its enum), in the schema's order. */
+    public Set<String> allowed(String field) {
+        return texts(stated(field(field), "enum"));
+    }
+
+    /** The names an object field may hold (its propertyNames' enum), in the schema's order. */
+    public Set<String> allowedNames(String field) {
+        return texts(stated(stated(field(field), "propertyNames"), "enum"));
+    }
+
+    /** A field's schema, where a $ref leads. */
+    private JsonNode field(String field) {
+        JsonNode spec = stated(stated(schema, "properties"), field);
+        if (!spec.has("$ref")) {
+            return spec;
+        }
+        JsonNode target = root.at(spec.get("$ref").asText().substring(1));
+        if (target.isMissingNode()) {
+            throw new IllegalStateException(name + ": " + field + " refers to " + spec.get("$ref") + ", which it does not define");
+        }
+        return target;
+    }
+
+    private JsonNode stated(JsonNode node, String keyword) {
+        JsonNode value = node.get(keyword);
+        if (value == null) {
+            throw new IllegalStateException("schema/records/" + name + " states no " + keyword + " where the job reads one");
+        }
+        return value;
+    }
+
+    private static Set<String> texts(JsonNode array) {
+        Set<String> texts = new LinkedHashSet<>();
+        array.forEach(value -> texts.add(value.asText()));
+        return Collections.unmodifiableSet(texts);
+    }
+}
