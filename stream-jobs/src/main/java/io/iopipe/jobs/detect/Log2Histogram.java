@@ -1,5 +1,7 @@
 package io.iopipe.jobs.detect;
 
+import io.iopipe.jobs.records.HistRecord;
+
 /**
  * A biolatency-style histogram of latencies in microseconds: bucket i counts
  * [2^i, 2^(i+1)) us, bucket 0 also what is under 1 us. Merging is exact, so a window
@@ -7,7 +9,7 @@ package io.iopipe.jobs.detect;
  * them: beyond, counts and sums hold there (Saturating) rather than wrap to small ones.
  */
 public class Log2Histogram {
-    public static final int BUCKETS = 64;
+    public static final int BUCKETS = HistRecord.MAX_BUCKETS;
 
     public long[] buckets = new long[BUCKETS];
     public long count;

@@ -7,6 +7,7 @@ import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.records.RecordSchema;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -41,7 +42,8 @@ import org.apache.flink.util.Collector;
  */
 public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, OutputRecord> {
     static final String STAGE = "stream-jobs/latency-rollups";
-    static final List<String> KINDS = List.of("device", "queue", "total");
+    /** The latency kinds a rollup is of, in the schema's order. */
+    static final List<String> KINDS = List.copyOf(RecordSchema.of(LatencyPeriods.SCHEMA).allowed("latency"));
     private final List<Integer> periodSeconds;
     private final long minuteNs;
     private final long idleMs;
