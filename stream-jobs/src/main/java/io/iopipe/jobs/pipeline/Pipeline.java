@@ -12,12 +12,12 @@ import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.PipelineTimings;
 import io.iopipe.jobs.records.RawRecord;
+import io.iopipe.jobs.records.Topics;
 import io.iopipe.jobs.records.WindowSample;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.Serializable;
 import java.time.Duration;
 import java.util.List;
-import java.util.Set;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
@@ -39,9 +39,6 @@ public final class Pipeline {
     static final OutputTag<OutputRecord> ACCEPTED = new OutputTag<>("accepted") {};
     static final OutputTag<DiskRecord> LATE_RECORDS = new OutputTag<>("late-records") {};
     static final OutputTag<WindowSample> INPUT_WINDOWS = new OutputTag<>("input-windows") {};
-    private static final Set<String> KNOWN_RECORDS = Set.of(
-            "io.event.v1", "io.hist.v1", "io.diskstats.v1", "io.window.v1",
-            "io.anomaly.v1", "io.health.v1", "io.deadletter.v1", "io.agent.v1", "io.latency.v1");
 
     /** Tunables; defaults are what the live job runs with, its timings those of schema/pipeline.json. */
     public static final class Config implements Serializable {
@@ -84,7 +81,7 @@ public final class Pipeline {
     private Pipeline() {}
 
     static boolean isKnownRecord(String schema) {
-        return KNOWN_RECORDS.contains(schema);
+        return Topics.records().contains(schema);
     }
 
     public static DataStream<OutputRecord> build(DataStream<RawRecord> input, Config config) {

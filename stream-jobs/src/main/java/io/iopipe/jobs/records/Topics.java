@@ -4,8 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 
 /** Topic names from schema/topics.json, packed into the jar: one source of truth. */
 public final class Topics {
@@ -14,6 +16,11 @@ public final class Topics {
     private static final Map<String, String> ACCEPTED_TOPIC_BY_RECORD = byRecord("accepted");
 
     private Topics() {}
+
+    /** Every record a topic carries: what the jobs may be given. */
+    public static Set<String> records() {
+        return Collections.unmodifiableSet(TOPIC_BY_RECORD.keySet());
+    }
 
     public static String forRecord(String recordSchema) {
         return named(TOPIC_BY_RECORD, recordSchema, "topic");
