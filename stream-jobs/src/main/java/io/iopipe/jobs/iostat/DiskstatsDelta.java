@@ -1,5 +1,6 @@
 package io.iopipe.jobs.iostat;
 
+import io.iopipe.jobs.records.DiskstatsFields;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.OutputRecord;
 
@@ -9,6 +10,10 @@ import io.iopipe.jobs.records.OutputRecord;
  * window of deltas gives exactly what iostat prints for the same two snapshots.
  */
 public class DiskstatsDelta {
+    private static final DiskstatsFields.Counters<DiskstatsSample> SAMPLED =
+            DiskstatsFields.of(DiskstatsSample.class, DiskstatsFields.CUMULATIVE);
+    static final DiskstatsFields.Counters<DiskstatsDelta> COUNTERS = DiskstatsFields.of(DiskstatsDelta.class, DiskstatsFields.CUMULATIVE);
+
     public String host;
     public String disk;
     public boolean rotational;
@@ -49,23 +54,16 @@ public class DiskstatsDelta {
         }
         // 64-bit kernel counters only go down when the device was re-created or the
         // host rebooted: that interval's I/O is unknowable, so it starts a new baseline.
-        boolean anyDecreased = curr.readsCompleted < prev.readsCompleted
-                || curr.readsMerged < prev.readsMerged
-                || curr.sectorsRead < prev.sectorsRead
-                || curr.readTimeMs < prev.readTimeMs
-                || curr.writesCompleted < prev.writesCompleted
-                || curr.writesMerged < prev.writesMerged
-                || curr.sectorsWritten < prev.sectorsWritten
-                || curr.writeTimeMs < prev.writeTimeMs
-                || curr.ioTimeMs < prev.ioTimeMs
-                || curr.weightedIoTimeMs < prev.weightedIoTimeMs
-                || curr.discardsCompleted < prev.discardsCompleted
-                || curr.discardsMerged < prev.discardsMerged
-                || curr.sectorsDiscarded < prev.sectorsDiscarded
-                || curr.discardTimeMs < prev.discardTimeMs
-                || curr.flushesCompleted < prev.flushesCompleted
-                || curr.flushTimeMs < prev.flushTimeMs;
-        return anyDecreased ? Outcome.COUNTER_RESET : Outcome.DELTA;
+        return anyDecreased(prev, curr) ? Outcome.COUNTER_RESET : Outcome.DELTA;
+    }
+
+    private static boolean anyDecreased(DiskstatsSample prev, DiskstatsSample curr) {
+        for (int i = 0; i < SAMPLED.size(); i++) {
+            if (SAMPLED.get(curr, i) < SAMPLED.get(prev, i)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -99,22 +97,9 @@ public class DiskstatsDelta {
         d.rpm = curr.rpm;
         d.startNs = prev.tsNs;
         d.endNs = curr.tsNs;
-        d.readsCompleted = curr.readsCompleted - prev.readsCompleted;
-        d.readsMerged = curr.readsMerged - prev.readsMerged;
-        d.sectorsRead = curr.sectorsRead - prev.sectorsRead;
-        d.readTimeMs = curr.readTimeMs - prev.readTimeMs;
-        d.writesCompleted = curr.writesCompleted - prev.writesCompleted;
-        d.writesMerged = curr.writesMerged - prev.writesMerged;
-        d.sectorsWritten = curr.sectorsWritten - prev.sectorsWritten;
-        d.writeTimeMs = curr.writeTimeMs - prev.writeTimeMs;
-        d.ioTimeMs = curr.ioTimeMs - prev.ioTimeMs;
-        d.weightedIoTimeMs = curr.weightedIoTimeMs - prev.weightedIoTimeMs;
-        d.discardsCompleted = curr.discardsCompleted - prev.discardsCompleted;
-        d.discardsMerged = curr.discardsMerged - prev.discardsMerged;
-        d.sectorsDiscarded = curr.sectorsDiscarded - prev.sectorsDiscarded;
-        d.discardTimeMs = curr.discardTimeMs - prev.discardTimeMs;
-        d.flushesCompleted = curr.flushesCompleted - prev.flushesCompleted;
-        d.flushTimeMs = curr.flushTimeMs - prev.flushTimeMs;
+        for (int i = 0; i < COUNTERS.size(); i++) {
+            COUNTERS.set(d, i, SAMPLED.get(curr, i) - SAMPLED.get(prev, i));
+        }
         return d;
     }
 }

@@ -1,7 +1,11 @@
 package io.iopipe.jobs.iostat;
 
+import io.iopipe.jobs.records.DiskstatsFields;
+
 /** The sum of a window's deltas of one disk: the accumulator of the iostat window. */
 public class IostatSums {
+    private static final DiskstatsFields.Counters<IostatSums> SUMMED = DiskstatsFields.of(IostatSums.class, DiskstatsFields.CUMULATIVE);
+
     public String host;
     public String disk;
     public boolean rotational;
@@ -42,22 +46,9 @@ public class IostatSums {
         }
         samples += 1;
         intervalNs += d.endNs - d.startNs;
-        readsCompleted += d.readsCompleted;
-        readsMerged += d.readsMerged;
-        sectorsRead += d.sectorsRead;
-        readTimeMs += d.readTimeMs;
-        writesCompleted += d.writesCompleted;
-        writesMerged += d.writesMerged;
-        sectorsWritten += d.sectorsWritten;
-        writeTimeMs += d.writeTimeMs;
-        ioTimeMs += d.ioTimeMs;
-        weightedIoTimeMs += d.weightedIoTimeMs;
-        discardsCompleted += d.discardsCompleted;
-        discardsMerged += d.discardsMerged;
-        sectorsDiscarded += d.sectorsDiscarded;
-        discardTimeMs += d.discardTimeMs;
-        flushesCompleted += d.flushesCompleted;
-        flushTimeMs += d.flushTimeMs;
+        for (int i = 0; i < SUMMED.size(); i++) {
+            SUMMED.set(this, i, SUMMED.get(this, i) + DiskstatsDelta.COUNTERS.get(d, i));
+        }
         return this;
     }
 
@@ -79,22 +70,9 @@ public class IostatSums {
         rpm = o.rpm;
         samples += o.samples;
         intervalNs += o.intervalNs;
-        readsCompleted += o.readsCompleted;
-        readsMerged += o.readsMerged;
-        sectorsRead += o.sectorsRead;
-        readTimeMs += o.readTimeMs;
-        writesCompleted += o.writesCompleted;
-        writesMerged += o.writesMerged;
-        sectorsWritten += o.sectorsWritten;
-        writeTimeMs += o.writeTimeMs;
-        ioTimeMs += o.ioTimeMs;
-        weightedIoTimeMs += o.weightedIoTimeMs;
-        discardsCompleted += o.discardsCompleted;
-        discardsMerged += o.discardsMerged;
-        sectorsDiscarded += o.sectorsDiscarded;
-        discardTimeMs += o.discardTimeMs;
-        flushesCompleted += o.flushesCompleted;
-        flushTimeMs += o.flushTimeMs;
+        for (int i = 0; i < SUMMED.size(); i++) {
+            SUMMED.set(this, i, SUMMED.get(this, i) + SUMMED.get(o, i));
+        }
         return this;
     }
 }

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  */
 public class DiskstatsSample {
     public static final String SCHEMA = "io.diskstats.v1";
+    static final DiskstatsFields.Counters<DiskstatsSample> COUNTERS = DiskstatsFields.of(DiskstatsSample.class, DiskstatsFields.COUNTERS);
 
     public String source;
     public String host;
@@ -54,23 +55,9 @@ public class DiskstatsSample {
         if (rpm > 0) {
             n.put("rpm", rpm);
         }
-        n.put("reads_completed", readsCompleted);
-        n.put("reads_merged", readsMerged);
-        n.put("sectors_read", sectorsRead);
-        n.put("read_time_ms", readTimeMs);
-        n.put("writes_completed", writesCompleted);
-        n.put("writes_merged", writesMerged);
-        n.put("sectors_written", sectorsWritten);
-        n.put("write_time_ms", writeTimeMs);
-        n.put("in_flight", inFlight);
-        n.put("io_time_ms", ioTimeMs);
-        n.put("weighted_io_time_ms", weightedIoTimeMs);
-        n.put("discards_completed", discardsCompleted);
-        n.put("discards_merged", discardsMerged);
-        n.put("sectors_discarded", sectorsDiscarded);
-        n.put("discard_time_ms", discardTimeMs);
-        n.put("flushes_completed", flushesCompleted);
-        n.put("flush_time_ms", flushTimeMs);
+        for (int i = 0; i < COUNTERS.size(); i++) {
+            n.put(COUNTERS.name(i), COUNTERS.get(this, i));
+        }
         return Json.write(n);
     }
 }

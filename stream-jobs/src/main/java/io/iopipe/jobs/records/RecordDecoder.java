@@ -62,24 +62,17 @@ public final class RecordDecoder {
         checkDiskIdentity(n);
         s.model = Json.optionalTextUpTo(n, "model", DISKSTATS.maxLength("model"));
         s.rpm = rotationRate(n, s.rotational);
-        s.readsCompleted = Json.counter(n, "reads_completed");
-        s.readsMerged = Json.counter(n, "reads_merged");
-        s.sectorsRead = Json.counter(n, "sectors_read");
-        s.readTimeMs = Json.counter(n, "read_time_ms");
-        s.writesCompleted = Json.counter(n, "writes_completed");
-        s.writesMerged = Json.counter(n, "writes_merged");
-        s.sectorsWritten = Json.counter(n, "sectors_written");
-        s.writeTimeMs = Json.counter(n, "write_time_ms");
-        s.inFlight = Json.counter(n, "in_flight");
-        s.ioTimeMs = Json.counter(n, "io_time_ms");
-        s.weightedIoTimeMs = Json.counter(n, "weighted_io_time_ms");
-        s.discardsCompleted = Json.optionalCounter(n, "discards_completed");
-        s.discardsMerged = Json.optionalCounter(n, "discards_merged");
-        s.sectorsDiscarded = Json.optionalCounter(n, "sectors_discarded");
-        s.discardTimeMs = Json.optionalCounter(n, "discard_time_ms");
-        s.flushesCompleted = Json.optionalCounter(n, "flushes_completed");
-        s.flushTimeMs = Json.optionalCounter(n, "flush_time_ms");
+        readCounters(n, s);
         return s;
+    }
+
+    /** Every counter, in the kernel's order; one an older kernel lacks is 0. */
+    private static void readCounters(JsonNode n, DiskstatsSample s) throws DecodeException {
+        DiskstatsFields.Counters<DiskstatsSample> counters = DiskstatsSample.COUNTERS;
+        for (int i = 0; i < counters.size(); i++) {
+            String counter = counters.name(i);
+            counters.set(s, i, DiskstatsFields.required(counter) ? Json.counter(n, counter) : Json.optionalCounter(n, counter));
+        }
     }
 
     /** The optional rpm: a rate VPD page B1 can report (0401h to FFFEh), of a disk that rotates; 0 when absent. */

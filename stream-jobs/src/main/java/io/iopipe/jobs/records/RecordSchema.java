@@ -4,8 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -76,6 +78,28 @@ public final class RecordSchema {
     /** The names an object field may hold (its propertyNames' enum), in the schema's order. */
     public Set<String> allowedNames(String field) {
         return texts(stated(stated(field(field), "propertyNames"), "enum"));
+    }
+
+    /** The fields whose schema is the definition, in the order the schema lists them. */
+    public List<String> fieldsOf(String definition) {
+        String ref = "#/$defs/" + definition;
+        List<String> fields = new ArrayList<>();
+        for (var field : stated(schema, "properties").properties()) {
+            if (ref.equals(field.getValue().path("$ref").asText())) {
+                fields.add(field.getKey());
+            }
+        }
+        return List.copyOf(fields);
+    }
+
+    /** Whether every record must carry the field. */
+    public boolean requires(String field) {
+        for (JsonNode required : stated(schema, "required")) {
+            if (required.asText().equals(field)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A field's schema, where a $ref leads. */
