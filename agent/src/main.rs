@@ -3,6 +3,8 @@
 //! `io.agent.v1`), as NDJSON on stdout or a unix socket, or straight to Kafka; converts
 //! captures and telemetry of other tools into `io.event.v1` and `io.window.v1` records.
 
+#[cfg(test)]
+mod contract;
 mod convert;
 mod diskstats;
 mod iotrace;

@@ -217,3 +217,46 @@ impl HistRecord<'_> {
         disk_key(self.host, self.disk)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{self, Members};
+    use crate::diskstats;
+    use serde_json::Value;
+
+    fn names<T: Serialize>(values: &[T]) -> Vec<String> {
+        values.iter().map(|v| serde_json::to_value(v).unwrap().as_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn diskstats_records_carry_the_schemas_counters_read_in_the_kernels_column_order() {
+        let counters = contract::diskstats_counters();
+        let columns: Vec<String> = (1..=counters.len()).map(|column| column.to_string()).collect();
+        let disk = diskstats::parse_line(&format!("8 16 sdb {}", columns.join(" "))).unwrap();
+        let written = serde_json::to_string(&DiskstatsRecord::new("fixture-host", 1, true, &disk)).unwrap();
+        let written: Members = serde_json::from_str(&written).unwrap();
+        let counted: Vec<(String, Value)> = written.0.into_iter().filter(|(name, _)| counters.contains(name)).collect();
+        let expected: Vec<(String, Value)> =
+            counters.iter().zip(1u64..).map(|(counter, column)| (counter.clone(), Value::from(column))).collect();
+        assert_eq!(counted, expected);
+    }
+
+    #[test]
+    fn ops_sample_reasons_and_timed_from_are_the_schemas_enums() {
+        assert_eq!(names(&[Op::R, Op::W, Op::D, Op::F]), contract::allowed(contract::HIST, "op"));
+        assert_eq!(names(&[Op::R, Op::W, Op::D, Op::F, Op::Unknown]), contract::allowed(contract::EVENT, "op"));
+        let reasons = [SampleReason::Outlier, SampleReason::Uniform, SampleReason::Recorder, SampleReason::All];
+        assert_eq!(names(&reasons), contract::allowed(contract::EVENT, "sample_reason"));
+        assert_eq!(names(&[TimedFrom::Dispatch, TimedFrom::Queue]), contract::allowed(contract::EVENT, "timed_from"));
+    }
+
+    #[test]
+    fn record_names_are_their_schemas() {
+        assert_eq!(DISKSTATS_SCHEMA, contract::record_name(contract::DISKSTATS));
+        assert_eq!(HIST_SCHEMA, contract::record_name(contract::HIST));
+        assert_eq!(EVENT_SCHEMA, contract::record_name(contract::EVENT));
+        assert_eq!(crate::convert::perseus::WINDOW_SCHEMA, contract::record_name(contract::WINDOW));
+        assert_eq!(crate::telemetry::AGENT_SCHEMA, contract::record_name(contract::AGENT));
+    }
+}

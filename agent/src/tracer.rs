@@ -356,3 +356,14 @@ pub fn completions(disk: &SampledDisk) -> u64 {
     let c = &disk.counters;
     c.reads_completed.saturating_add(c.writes_completed).saturating_add(c.discards.map_or(0, |d| d.completed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract;
+
+    #[test]
+    fn latency_kinds_are_the_schemas() {
+        assert_eq!(LATENCY_KINDS.to_vec(), contract::allowed(contract::HIST, "latency"));
+    }
+}

@@ -1,0 +1,61 @@
+//! What the agent's own tables must agree with, as its tests read it: the record schemas
+//! of schema/records/, compiled in.
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use std::fmt;
+
+pub const DISKSTATS: &str = include_str!("../../schema/records/io.diskstats.v1.schema.json");
+pub const HIST: &str = include_str!("../../schema/records/io.hist.v1.schema.json");
+pub const EVENT: &str = include_str!("../../schema/records/io.event.v1.schema.json");
+pub const WINDOW: &str = include_str!("../../schema/records/io.window.v1.schema.json");
+pub const AGENT: &str = include_str!("../../schema/records/io.agent.v1.schema.json");
+
+/// A JSON object's members in the order written (serde_json's own map sorts them).
+pub struct Members(pub Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct InOrder;
+        impl<'de> Visitor<'de> for InOrder {
+            type Value = Members;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(InOrder)
+    }
+}
+
+fn schema(text: &str) -> Value {
+    serde_json::from_str(text).expect("a record schema is JSON")
+}
+
+/// The /proc/diskstats counters in the kernel's column order: the fields of
+/// io.diskstats.v1 whose schema is its counter definition, as it lists them.
+pub fn diskstats_counters() -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Schema {
+        properties: Members,
+    }
+    let schema: Schema = serde_json::from_str(DISKSTATS).expect("io.diskstats.v1's schema is JSON");
+    schema.properties.0.into_iter().filter(|(_, spec)| spec["$ref"] == "#/$defs/counter").map(|(name, _)| name).collect()
+}
+
+/// The values a field of a record may take: its schema's enum, in order.
+pub fn allowed(record_schema: &str, field: &str) -> Vec<String> {
+    let values = schema(record_schema)["properties"][field]["enum"].clone();
+    serde_json::from_value(values).unwrap_or_else(|e| panic!("{field} has no enum of strings: {e}"))
+}
+
+/// The record a schema is of: its `schema` field's constant.
+pub fn record_name(record_schema: &str) -> String {
+    schema(record_schema)["properties"]["schema"]["const"].as_str().expect("a record names its schema").to_string()
+}
