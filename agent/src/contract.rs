@@ -1,5 +1,5 @@
 //! What the agent's own tables must agree with, as its tests read it: the record schemas
-//! of schema/records/, compiled in.
+//! of schema/records/ and the enums of src/bpf/iotrace.h, compiled in.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
@@ -10,6 +10,7 @@ pub const HIST: &str = include_str!("../../schema/records/io.hist.v1.schema.json
 pub const EVENT: &str = include_str!("../../schema/records/io.event.v1.schema.json");
 pub const WINDOW: &str = include_str!("../../schema/records/io.window.v1.schema.json");
 pub const AGENT: &str = include_str!("../../schema/records/io.agent.v1.schema.json");
+const IOTRACE_H: &str = include_str!("bpf/iotrace.h");
 
 /// A JSON object's members in the order written (serde_json's own map sorts them).
 pub struct Members(pub Vec<(String, Value)>);
@@ -58,4 +59,40 @@ pub fn allowed(record_schema: &str, field: &str) -> Vec<String> {
 /// The record a schema is of: its `schema` field's constant.
 pub fn record_name(record_schema: &str) -> String {
     schema(record_schema)["properties"]["schema"]["const"].as_str().expect("a record names its schema").to_string()
+}
+
+/// The constants of a C enum of iotrace.h, in order, with their values.
+pub fn c_enum(name: &str) -> Vec<(String, u64)> {
+    let opening = format!("enum {name} {{");
+    let start = IOTRACE_H.find(&opening).unwrap_or_else(|| panic!("iotrace.h has no enum {name}")) + opening.len();
+    let body = &IOTRACE_H[start..start + IOTRACE_H[start..].find("};").expect("an enum ends")];
+    let mut next = 0;
+    let mut constants = Vec::new();
+    for item in without_comments(body).split(',').map(str::trim).filter(|item| !item.is_empty()) {
+        let (constant, value) = match item.split_once('=') {
+            Some((constant, value)) => (constant.trim(), value.trim().parse().expect("an enum value is a number")),
+            None => (item, next),
+        };
+        constants.push((constant.to_string(), value));
+        next = value + 1;
+    }
+    constants
+}
+
+/// The value of a `#define` of iotrace.h.
+pub fn c_define(name: &str) -> usize {
+    IOTRACE_H
+        .lines()
+        .find_map(|line| line.strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("iotrace.h defines no number {name}"))
+}
+
+fn without_comments(c: &str) -> String {
+    let mut kept = String::new();
+    let mut rest = c;
+    while let Some(start) = rest.find("/*") {
+        kept.push_str(&rest[..start]);
+        rest = &rest[start + rest[start..].find("*/").expect("a comment ends") + 2..];
+    }
+    kept + rest
 }

@@ -152,22 +152,23 @@ impl FlushSequences {
     }
 }
 
-/// The BPF side's counters in the order of enum bpf_counter, with what each counts.
-pub const KERNEL_COUNTERS: [(&str, &str); 14] = [
-    ("ios_untracked", "completions with no dispatch time, the agent's or the kernel's (dispatched before it attached, or their tag slot taken): not in the histograms"),
-    ("partial_completions", "partial completions (the request went on)"),
-    ("disk_map_full", "completions of request queues numbered beyond the agent's disk tables (--max-disks): not in the histograms"),
-    ("tag_collisions", "dispatches whose tag slot another request held: that request's completion has no in-flight depth or task"),
-    ("ios_other_ops", "zone, write-zeroes and driver requests: not read, write, discard or flush"),
-    ("io_errors", "completions carrying an error"),
-    ("outliers", "completions over their disk's outlier threshold or the ceiling"),
-    ("events_sampled", "events written to the ring buffer"),
-    ("events_dropped_budget", "sampled events over their disk's per-second budget"),
-    ("outliers_dropped", "outlier events dropped, by the budget or a full ring buffer"),
-    ("events_dropped_ringbuf", "sampled events refused by the full ring buffer"),
-    ("recorder_starts_cluster", "flight recordings started by a cluster of outliers"),
-    ("hists_retired", "CPU copies of a disk's histograms retired: another disk took over its request queue"),
-    ("retired_lost", "of which found no room to retire: their counts are lost"),
+/// The BPF side's counters in the order of enum bpf_counter: the constant the programs
+/// count each at, the name the agent reports it by, and what it counts.
+pub const KERNEL_COUNTERS: [(&str, &str, &str); 14] = [
+    ("COUNTER_UNTRACKED", "ios_untracked", "completions with no dispatch time, the agent's or the kernel's (dispatched before it attached, or their tag slot taken): not in the histograms"),
+    ("COUNTER_PARTIAL", "partial_completions", "partial completions (the request went on)"),
+    ("COUNTER_DISK_MAP_FULL", "disk_map_full", "completions of request queues numbered beyond the agent's disk tables (--max-disks): not in the histograms"),
+    ("COUNTER_TAG_COLLISIONS", "tag_collisions", "dispatches whose tag slot another request held: that request's completion has no in-flight depth or task"),
+    ("COUNTER_OTHER_OPS", "ios_other_ops", "zone, write-zeroes and driver requests: not read, write, discard or flush"),
+    ("COUNTER_ERRORS", "io_errors", "completions carrying an error"),
+    ("COUNTER_OUTLIERS", "outliers", "completions over their disk's outlier threshold or the ceiling"),
+    ("COUNTER_EVENTS", "events_sampled", "events written to the ring buffer"),
+    ("COUNTER_DROPPED_BUDGET", "events_dropped_budget", "sampled events over their disk's per-second budget"),
+    ("COUNTER_DROPPED_OUTLIERS", "outliers_dropped", "outlier events dropped, by the budget or a full ring buffer"),
+    ("COUNTER_DROPPED_RINGBUF", "events_dropped_ringbuf", "sampled events refused by the full ring buffer"),
+    ("COUNTER_RECORDER_STARTS", "recorder_starts_cluster", "flight recordings started by a cluster of outliers"),
+    ("COUNTER_RETIRED", "hists_retired", "CPU copies of a disk's histograms retired: another disk took over its request queue"),
+    ("COUNTER_RETIRED_LOST", "retired_lost", "of which found no room to retire: their counts are lost"),
 ];
 
 /// The maps the agent reads and writes, borrowed from a skeleton that lives as long as
@@ -389,7 +390,7 @@ impl IoTrace {
         let mut counters = KERNEL_COUNTERS
             .iter()
             .enumerate()
-            .map(|(index, (name, help))| {
+            .map(|(index, (_, name, help))| {
                 let key = u32::try_from(index).unwrap().to_ne_bytes();
                 let per_cpu = self.maps.counters.lookup_percpu(&key, MapFlags::ANY)?.unwrap_or_default();
                 Ok((*name, per_cpu.iter().map(|v| read_u64(v)).sum(), *help))
@@ -585,6 +586,24 @@ pub fn status_errno(status: u32) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{c_define, c_enum};
+
+    #[test]
+    fn table_sizes_are_iotrace_hs() {
+        assert_eq!(MAX_SLOTS, c_define("MAX_SLOTS"));
+        assert_eq!(OPS, c_define("OPS"));
+        assert_eq!(c_enum("io_op").len(), OPS, "enum io_op names every op");
+        let kinds = c_enum("latency_kind");
+        assert_eq!(kinds.last(), Some(&("LATENCY_KINDS".to_string(), LATENCY_KINDS as u64)));
+    }
+
+    #[test]
+    fn kernel_counters_are_enum_bpf_counter_in_its_order() {
+        let mut counters: Vec<(String, u64)> =
+            KERNEL_COUNTERS.iter().zip(0..).map(|((constant, _, _), index)| (constant.to_string(), index)).collect();
+        counters.push(("COUNTERS".to_string(), KERNEL_COUNTERS.len() as u64));
+        assert_eq!(counters, c_enum("bpf_counter"));
+    }
 
     #[test]
     fn io_errors_and_timeouts_become_negative_errno() {

@@ -360,10 +360,44 @@ pub fn completions(disk: &SampledDisk) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract;
+    use crate::contract::{self, c_enum};
+
+    fn schema_name<T: serde::Serialize>(value: &T) -> String {
+        serde_json::to_value(value).unwrap().as_str().unwrap().to_string()
+    }
+
+    /// Each constant of a C enum, at its value, is `prefix` and the name given at that index.
+    fn named_in_order(prefix: &str, names: impl IntoIterator<Item = String>) -> Vec<(String, u64)> {
+        names.into_iter().zip(0..).map(|(name, value)| (format!("{prefix}{}", name.to_uppercase()), value)).collect()
+    }
 
     #[test]
     fn latency_kinds_are_the_schemas() {
         assert_eq!(LATENCY_KINDS.to_vec(), contract::allowed(contract::HIST, "latency"));
+    }
+
+    #[test]
+    fn latency_kinds_are_enum_latency_kind_in_its_order() {
+        let mut kinds = named_in_order("LATENCY_", LATENCY_KINDS.map(String::from));
+        kinds.push(("LATENCY_KINDS".to_string(), LATENCY_KINDS.len() as u64));
+        assert_eq!(kinds, c_enum("latency_kind"));
+        assert_eq!(LATENCY_KINDS[DEVICE], "device");
+    }
+
+    #[test]
+    fn ops_are_enum_io_op_in_its_order() {
+        let ops = c_enum("io_op");
+        assert_eq!(ops.len(), OP_NAMES.len());
+        for (index, ((constant, value), op)) in ops.iter().zip(OP_NAMES).enumerate() {
+            assert_eq!(*value, index as u64, "{constant}");
+            assert_eq!(constant.strip_prefix("IO_").and_then(|name| name.get(..1)), Some(schema_name(&op).as_str()),
+                       "{constant} is {op:?}: an op is named by its first letter");
+        }
+        assert_eq!(ops[FLUSH].0, "IO_FLUSH");
+    }
+
+    #[test]
+    fn sample_reasons_are_enum_sample_reason_in_its_order() {
+        assert_eq!(named_in_order("SAMPLE_", REASONS.iter().map(schema_name)), c_enum("sample_reason"));
     }
 }
