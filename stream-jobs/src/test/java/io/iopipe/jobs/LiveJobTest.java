@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.pipeline.Pipeline;
+import io.iopipe.jobs.records.PipelineTimings;
 import io.iopipe.jobs.testing.KafkaSettings;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -83,7 +84,7 @@ class LiveJobTest {
     @Test
     void theHealthRecoveryTimeIsAnOption() {
         assertEquals(Duration.ofMinutes(1), LiveJob.config(new Args(new String[] {"--health-recovery", "PT1M"})).healthRecovery);
-        assertEquals(Duration.ofMinutes(5), LiveJob.config(new Args(new String[0])).healthRecovery);
+        assertEquals(PipelineTimings.HEALTH_RECOVERY, LiveJob.config(new Args(new String[0])).healthRecovery);
         assertThrows(IllegalArgumentException.class, () -> LiveJob.config(new Args(new String[] {"--health-recovery", "PT0S"})));
     }
 

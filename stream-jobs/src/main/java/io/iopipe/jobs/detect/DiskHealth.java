@@ -3,6 +3,7 @@ package io.iopipe.jobs.detect;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.records.PipelineTimings;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -19,7 +20,7 @@ public final class DiskHealth {
     public static final String SUSPECT = "suspect";
     public static final String FAILING = "failing";
     /** How long a disk must be quiet to step down a level: two steps from failing to a resolved ticket. */
-    public static final Duration DEFAULT_RECOVERY = Duration.ofMinutes(5);
+    public static final Duration DEFAULT_RECOVERY = PipelineTimings.HEALTH_RECOVERY;
 
     private DiskHealth() {}
 

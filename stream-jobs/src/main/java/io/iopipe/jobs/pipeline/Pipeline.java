@@ -67,7 +67,7 @@ public final class Pipeline {
          * How long after an hour ends a host's drives are compared over it: the drives keep
          * their own clocks, and one idle for {@link #diskIdleness} still closes its windows late.
          */
-        public Duration peerGrace = Duration.ofMinutes(2);
+        public Duration peerGrace = PipelineTimings.PEER_GRACE;
         /** How long (event time) a disk's windows must say nothing about it before its health steps down a level. */
         public Duration healthRecovery = DiskHealth.DEFAULT_RECOVERY;
         /**

@@ -24,6 +24,8 @@ public final class PipelineTimings {
     public static final Duration DISK_FORGOTTEN_AFTER = seconds("disk_forgotten_after_s");
     public static final Duration ALLOWED_LATENESS = seconds("allowed_lateness_s");
     public static final Duration MAX_CLOCK_AHEAD = seconds("max_clock_ahead_s");
+    public static final Duration PEER_GRACE = seconds("peer_grace_s");
+    public static final Duration HEALTH_RECOVERY = seconds("health_recovery_s");
 
     private PipelineTimings() {}
 

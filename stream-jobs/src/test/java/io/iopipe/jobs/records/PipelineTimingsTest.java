@@ -26,6 +26,8 @@ class PipelineTimingsTest {
         assertEquals(seconds("disk_idleness_s"), defaults.diskIdleness);
         assertEquals(seconds("disk_forgotten_after_s"), defaults.diskForgottenAfter);
         assertEquals(seconds("allowed_lateness_s"), defaults.allowedLateness);
+        assertEquals(seconds("peer_grace_s"), defaults.peerGrace);
+        assertEquals(seconds("health_recovery_s"), defaults.healthRecovery);
     }
 
     @Test
