@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,9 +113,13 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def pipeline():
     with services(SERVICES) as (ports, users, containers):
-        stack.migrate_clickhouse(ports, users)
-        job_id = stack.submit_live_job(ports, job_args=("--health-recovery", HEALTH_RECOVERY,
-                                                        "--disk-idleness", DISK_IDLENESS))
+        # The job needs none of ClickHouse's tables, whose Kafka tables read from the
+        # topics' start: the two are set up side by side.
+        with ThreadPoolExecutor(1) as pool:
+            migrated = pool.submit(stack.migrate_clickhouse, ports, users)
+            job_id = stack.submit_live_job(ports, job_args=("--health-recovery", HEALTH_RECOVERY,
+                                                            "--disk-idleness", DISK_IDLENESS))
+            migrated.result()
         yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"),
                               containers)
 
