@@ -158,13 +158,18 @@ class KafkaAccess:
     def client_config(self, brokers, principal=ADMIN):
         """librdkafka settings of `principal` for a client on this host (confluent-kafka); a
         certificate principal's go to the certificates' listeners."""
+        settings = self.host_settings(principal)
+        if principal in CERTIFICATE_PRINCIPALS:
+            settings.update(certificate_settings(self.client_dir(principal)))
+            brokers = self._node()["certificate_brokers"]
+        return {"bootstrap.servers": brokers, **settings}
+
+    def host_settings(self, principal):
+        """`principal`'s librdkafka settings with the CA's path on this host, not in a container."""
         directory = self.client_dir(principal)
         settings = read_properties(directory / "client.properties")
         settings["ssl.ca.location"] = str(directory / "ca.pem")
-        if principal in CERTIFICATE_PRINCIPALS:
-            settings.update(certificate_settings(directory))
-            brokers = self._node()["certificate_brokers"]
-        return {"bootstrap.servers": brokers, **settings}
+        return settings
 
 
 def librdkafka_settings(principal, password, ca=f"{MOUNT}/ca.pem"):
@@ -274,10 +279,8 @@ class KafkaAdmin:
                                    *(arg for topic in agent_topics for arg in ("--topic", topic)))]
             for change in changes:
                 change.result()
-        host_settings = read_properties(directory / "client.properties")
-        host_settings["ssl.ca.location"] = str(directory / "ca.pem")
         path = directory / "agent.properties"
-        path.write_text("".join(f"{key}={value}\n" for key, value in host_settings.items()))
+        path.write_text("".join(f"{key}={value}\n" for key, value in self.access.host_settings(principal).items()))
         path.chmod(0o600)
         signing_key = directory / "signing.key"
         signing_key.write_text(host_key(read_key(self.access.signing_secret_path()), host).hex() + "\n")
@@ -302,10 +305,10 @@ class KafkaAdmin:
     def _tool(self, main_class, *args):
         """What the Kafka tool `main_class` printed, run in the node's container as the node."""
         return subprocess.run(["docker", "exec", self.container, "java", "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                        "-XX:+UseSerialGC", "-cp", "/opt/kafka/libs/*", main_class,
-                        "--bootstrap-server", f"127.0.0.1:{self.internal_port}",
-                        "--command-config", "/etc/kafka/tools.properties", *args],
-                       capture_output=True, text=True, check=True).stdout
+                               "-XX:+UseSerialGC", "-cp", "/opt/kafka/libs/*", main_class,
+                               "--bootstrap-server", f"127.0.0.1:{self.internal_port}",
+                               "--command-config", "/etc/kafka/tools.properties", *args],
+                              capture_output=True, text=True, check=True).stdout
 
 
 JOB_GROUP = "iopipe-stream-jobs"  # LiveJob's --group-id default, and the prefix of any other
