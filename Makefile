@@ -55,7 +55,7 @@ $(JOB_JAR): $(JOB_SOURCES)
 	@cd stream-jobs && $(MVN) package -DskipTests
 
 images:
-	@python3 infra/stack.py images
+	@python3 -m iopipe.stack images
 
 test: deps test-unit images test-integration
 
@@ -74,7 +74,7 @@ test-infra: $(VENV)/.installed $(IOPIPE_ALERTMANAGER_BIN)
 	@$(PYTHON) -m pytest -q infra/tests
 
 dashboards: $(VENV)/.installed
-	@$(PYTHON) dashboards/generate.py
+	@$(PYTHON) -m iopipe.dashboards.generate
 
 alertmanager: $(IOPIPE_ALERTMANAGER_BIN)
 
@@ -118,19 +118,19 @@ test-e2e: $(VENV)/.installed agent $(JOB_JAR) images $(IOPIPE_ALERTMANAGER_BIN)
 	@$(PYTHON) -m pytest -v -s integration-tests/test_end_to_end.py
 
 demo: deps agent $(JOB_JAR) images $(IOPIPE_ALERTMANAGER_BIN)
-	@python3 infra/demo.py
+	@python3 -m iopipe.demo
 
 down:
-	@python3 infra/stack.py down
+	@python3 -m iopipe.stack down
 
 cluster-up: deps $(JOB_JAR) images
-	@python3 infra/stack.py cluster-up
+	@python3 -m iopipe.stack cluster-up
 
 cluster-down:
-	@python3 infra/stack.py cluster-down
+	@python3 -m iopipe.stack cluster-down
 
 upgrade-job: $(JOB_JAR)
-	@python3 infra/stack.py upgrade-job
+	@python3 -m iopipe.stack upgrade-job
 
 detect:
 	@test -n "$(INPUT)" -a -n "$(OUTPUT)" || { echo "usage: make detect INPUT=records.ndjson OUTPUT=out.ndjson [REJECTS=file]"; exit 2; }
@@ -143,7 +143,7 @@ evaluate-peers: agent $(JOB_JAR)
 
 # The precision set: 2,000 healthy disks of bursty kinds and the injected pathologies over 30 minutes.
 evaluate-precision: $(JOB_JAR)
-	@python3 integration-tests/precision.py --evaluate 2000
+	@python3 -m iopipe.synthetic.precision --evaluate 2000
 
 bench: bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
@@ -153,17 +153,17 @@ bench-agent: agent
 
 # ClickHouse with 10,000 disks x 7 days of 1 min rows: insert rate, bytes per disk-day, cookbook latency.
 bench-warehouse: deps images
-	@python3 schema/bench/warehouse.py
+	@python3 -m iopipe.bench.warehouse
 
 # ClickHouse reading agent histograms from Kafka into its tables, against a plain consumer.
 bench-ingest: deps images
-	@$(PYTHON) schema/bench/ingest.py
+	@$(PYTHON) -m iopipe.bench.ingest
 
 # The stream job graph's records/s against a plain Kafka consumer; state bytes per disk.
 bench-jobs: deps $(JOB_JAR) images
-	@python3 stream-jobs/bench/run.py
+	@python3 -m iopipe.bench.jobs
 
 # The live job on the cluster at 500 to 50,000 disks (SIZES in scale.py) sending as agents do, checkpoints
 # on: records/s, checkpoints, record-to-ClickHouse latency, against a plain Kafka consumer.
 bench-fleet: deps $(JOB_JAR) images
-	@$(PYTHON) stream-jobs/bench/scale.py
+	@$(PYTHON) -m iopipe.bench.scale

@@ -7,7 +7,6 @@ never collides with a running demo.
 import os
 import shutil
 import subprocess
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -20,12 +19,11 @@ import pytest
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 
-from testcontainers.core.container import DockerContainer  # noqa: E402
+from testcontainers.core.container import DockerContainer
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "infra"))
-import stack  # noqa: E402
-import tickets as tickets_local  # noqa: E402
+from iopipe import stack
+from iopipe import tickets as tickets_local
+from iopipe.paths import REPO
 
 SERVICES = {  # service -> (image, command)
     "kafka": ("iopipe/kafka:dev", None),

@@ -1,6 +1,6 @@
 """iostat -x arithmetic written down once more, independently of the Java job, straight
 from sysstat's formulas: the yardstick the integration tests hold the pipeline to."""
-from diskstats_fields import CUMULATIVE
+from iopipe.diskstats_fields import CUMULATIVE
 
 
 def delta(prev, curr):

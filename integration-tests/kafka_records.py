@@ -8,7 +8,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-import stack
+from iopipe import stack
 
 TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
 TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import jsonschema
 
-from faultdisk import BLOCK, FaultDisk, direct_read_spans, read_sectors, timed_direct_reads, write_burst
+from iopipe.faultdisk import BLOCK, FaultDisk, direct_read_spans, read_sectors, timed_direct_reads, write_burst
+
 from tracing_agent import TracingAgent
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,7 +8,8 @@ import threading
 import time
 import urllib.request
 
-from faultdisk import FaultDisk, timed_direct_reads
+from iopipe.faultdisk import FaultDisk, timed_direct_reads
+
 from tracing_agent import TracingAgent
 
 

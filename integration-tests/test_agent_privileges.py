@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import stack
-from faultdisk import FaultDisk, timed_direct_reads
+from iopipe import stack
+from iopipe.faultdisk import FaultDisk, timed_direct_reads
+
 from tracing_agent import ATTACHED, TracingAgent
 
 # What the agent prints on stderr once it has dropped its capabilities (agent/src/main.rs).

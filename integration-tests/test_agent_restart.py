@@ -14,7 +14,8 @@ from pathlib import Path
 
 import jsonschema
 
-from faultdisk import FaultDisk, timed_direct_reads
+from iopipe.faultdisk import FaultDisk, timed_direct_reads
+
 from tracing_agent import ATTACHED, RECONCILED_OPS
 
 REPO = Path(__file__).resolve().parent.parent

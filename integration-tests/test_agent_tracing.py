@@ -14,7 +14,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from faultdisk import FaultDisk, direct_writes, read_sectors, settle_udev, timed_direct_reads
+from iopipe.faultdisk import FaultDisk, direct_writes, read_sectors, settle_udev, timed_direct_reads
+from iopipe.faultdisk.seeds import REVOLUTION_7200_RPM_US
+
 from tracing_agent import TracingAgent
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +24,6 @@ HIST_SCHEMA = json.loads((REPO / "schema/records/io.hist.v1.schema.json").read_t
 # Service times kept clear of the 2048/4096/8192/16384 us bucket edges, so each mode
 # (2.5 ms, and a revolution or two more) sits in a bucket of its own.
 BASE_US = 2500
-REVOLUTION_US = 8333
 
 
 def hists_of(records, disk, op, latency):
@@ -111,7 +112,7 @@ def test_a_stop_sends_the_diskstats_of_the_interval_it_cut_short(agent_bin):
 
 
 def test_retries_show_as_the_modes_of_the_histogram(agent_bin):
-    profile = f"units=1 read_us={BASE_US} retry_prob=0.3 revolution_us={REVOLUTION_US} max_retries=3 seed=11"
+    profile = f"units=1 read_us={BASE_US} retry_prob=0.3 revolution_us={REVOLUTION_7200_RPM_US} max_retries=3 seed=11"
     with FaultDisk(profile) as disk:
         agent = TracingAgent(agent_bin, "--uniform-every", "1")
         latencies = timed_direct_reads(disk.device, 400)

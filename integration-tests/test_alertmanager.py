@@ -8,8 +8,7 @@ import uuid
 
 import pytest
 
-import stack
-import tickets
+from iopipe import stack, tickets
 
 
 @pytest.fixture(scope="module")

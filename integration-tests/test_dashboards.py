@@ -2,18 +2,15 @@
 ClickHouse and gives the exact figures for known windows: a one-minute bucket of six
 10 s windows shows the bucket's true rates and latencies, not an average of averages.
 Every panel, annotation, variable and alert rule of the other dashboards answers the
-known rows of dashboards/tests/known_rows.py exactly, and hosts and disks named with
+known rows of testkit/known_rows.py exactly, and hosts and disks named with
 quotes, backslashes and injections read literally (the same checks run on chdb)."""
 import json
 import math
-import sys
 import uuid
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "dashboards"), str(REPO / "dashboards" / "tests")]
-import known_rows  # noqa: E402
-import macros  # noqa: E402
+from iopipe.dashboards import macros
+from iopipe.paths import REPO
+from testkit import known_rows
 
 MINUTE_START_S = 1_763_700_000  # a whole minute
 WINDOW_S = 10

@@ -9,7 +9,6 @@ second through its fault disk and runs alone. Figures: `make test-e2e` prints th
 writes them to $IOPIPE_CACHE/end-to-end.md."""
 import json
 import os
-import sys
 import time
 import urllib.request
 import uuid
@@ -18,13 +17,11 @@ from pathlib import Path
 
 import pytest
 
-import stack
+from iopipe import cookbook, stack
+from iopipe.faultdisk.seeds import SCENARIOS, Run, play_together, scenario_disk
 
-sys.path.insert(0, str(stack.REPO / "schema" / "queries"))
-import cookbook  # noqa: E402
-import tracing_agent  # noqa: E402
-from end_to_end import SCENARIOS, Run, play_together, scenario_disk  # noqa: E402
-from kafka_records import consume_host, dead_letters_naming  # noqa: E402
+import tracing_agent
+from kafka_records import consume_host, dead_letters_naming
 
 GROUPS = (("S1", "S2", "S3", "S4", "S5"), ("S6",))
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "end-to-end.md"

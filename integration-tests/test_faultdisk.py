@@ -8,9 +8,8 @@ import statistics
 
 import pytest
 
-from faultdisk import BLOCK, FaultDisk, run_fio, timed_direct_reads
-
-REVOLUTION_7200_RPM_US = 8333
+from iopipe.faultdisk import BLOCK, FaultDisk, run_fio, timed_direct_reads
+from iopipe.faultdisk.seeds import REVOLUTION_7200_RPM_US
 
 
 

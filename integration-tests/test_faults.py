@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-import stack
+from iopipe import stack
+from iopipe.faultdisk.seeds import SCENARIOS, Run, scenario_disk
+
 from conftest import DISK_IDLENESS
-from end_to_end import SCENARIOS, Run, scenario_disk
 from kafka_records import TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from diskstats_fields import COUNTERS
+from iopipe.diskstats_fields import COUNTERS
 
 REPO = Path(__file__).resolve().parent.parent
 DETECT = REPO / "stream-jobs" / "bin" / "iopipe-detect"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import scenarios
-import stack
+from iopipe import stack
+from iopipe.synthetic import scenarios
+
 from conftest import services
 from kafka_records import TOPICS, consume_host, produce
 

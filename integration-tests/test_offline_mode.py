@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jsonschema
 
-import scenarios
+from iopipe.synthetic import scenarios
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "stream-jobs" / "examples" / "diskstats-two-disks.ndjson"

@@ -8,8 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-import fleet
-import scenarios
+from iopipe.synthetic import fleet, scenarios
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = {path.name.removesuffix(".schema.json"): jsonschema.Draft202012Validator(json.loads(path.read_text()))

@@ -11,16 +11,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-import host_signing
 import pytest
-import scenarios
-import stack
 from confluent_kafka import Consumer, KafkaError, Producer
+
+from iopipe import host_signing, stack
+from iopipe.kafka_access import (AGENT_PRODUCER_BYTE_RATE, CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess,
+                                 agent_principal, read_properties)
+from iopipe.migrate import ClickHouseError
+from iopipe.synthetic import scenarios
+
 from conftest import services
-from kafka_access import (AGENT_PRODUCER_BYTE_RATE, CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP,  # noqa: I100 - found through stack's path
-                          KafkaAccess, agent_principal, read_properties)
 from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_host, dead_letters_naming, produce
-from migrate import ClickHouseError
 
 # A consumer refused a topic, or a group its principal may not join.
 DENIED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED)

@@ -6,9 +6,10 @@ import math
 import subprocess
 import uuid
 
+from iopipe import stack
+
 import iostat_reference
 from kafka_records import consume_host
-import stack
 
 WINDOW_S = stack.BASE_WINDOW_S
 SAMPLES = 32

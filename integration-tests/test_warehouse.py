@@ -3,7 +3,6 @@ ingestion from real Kafka (bad messages skipped, replays stored once), every coo
 query's answer (the same checks as on chdb, schema/tests/test_warehouse_chdb.py), and
 the live pipeline's records landing in the tables once each."""
 import json
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -14,16 +13,12 @@ from contextlib import contextmanager
 import pytest
 from confluent_kafka import Producer
 
-import scenarios
-import stack
-from kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP  # noqa: I100 - found through stack's path
-from kafka_records import ACCEPTED_TOPICS, TOPICS, dead_letters_naming, produce
+from iopipe import cookbook, migrate, retention, stack
+from iopipe.kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP
+from iopipe.synthetic import scenarios
+from testkit import warehouse_fixture
 
-sys.path[:0] = [str(stack.REPO / "schema" / "queries"), str(stack.REPO / "schema" / "tests")]
-import cookbook  # noqa: E402
-import migrate  # noqa: E402
-import retention  # noqa: E402
-import warehouse_fixture  # noqa: E402
+from kafka_records import ACCEPTED_TOPICS, TOPICS, dead_letters_naming, produce
 
 NS = 1_000_000_000
 INGESTED_FROM = warehouse_fixture.INGESTED_FROM  # with no job running, a test passes the agent records on itself
@@ -163,7 +158,7 @@ def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(w
 
 
 def test_retention_drops_only_the_partitions_past_it_on_the_18_16_server(migrated, monkeypatch, capsys):
-    """18.16 has no TTL: `migrate.py retention` drops the day partitions of the raw tables
+    """18.16 has no TTL: `python3 -m iopipe.migrate retention` drops the day partitions of the raw tables
     older than retention.json keeps them, by the server's clock; a dry run first drops
     nothing. Each table gets a row two days past its retention (dropped), one just inside it
     and one of today (kept). The other tests' records are of today: past retention there is

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-import stack
+from iopipe import stack
 
 # What the agent prints on stderr once its programs are attached (agent/src/tracer.rs).
 ATTACHED = "tracing block I/O"

@@ -1,13 +1,9 @@
 """The modern ClickHouse engine (chdb, in process) with the project's migrations applied,
 answering queries as rows, as the dashboards' tests need it."""
 import json
-import sys
-from pathlib import Path
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
-sys.path[:0] = [str(SCHEMA / "clickhouse"), str(SCHEMA / "tests")]
-import migrate  # noqa: E402
-from chdb_engine import ChdbEngine  # noqa: E402
+from iopipe import migrate
+from testkit.chdb_engine import ChdbEngine
 
 
 class MigratedChdb:

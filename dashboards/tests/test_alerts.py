@@ -1,17 +1,14 @@
 """The alert rules file: Grafana's provisioning shape, names that say subject and symptom,
 the labels Alertmanager's inhibition matches on, and a runbook for every rule."""
 import re
-import sys
-from pathlib import Path
 
 import yaml
 
-DASHBOARDS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(DASHBOARDS))
-import alerts  # noqa: E402
-from config import RULES, RUNBOOK_BASE_URL  # noqa: E402
+from iopipe.dashboards import alerts
+from iopipe.dashboards.config import RULES, RUNBOOK_BASE_URL
+from iopipe.paths import REPO
 
-RUNBOOKS = DASHBOARDS.parent / "docs" / "runbooks"
+RUNBOOKS = REPO / "docs" / "runbooks"
 
 
 def provisioned_rules():
@@ -53,5 +50,5 @@ def test_every_rule_has_a_runbook_that_names_how_to_confirm():
         text = (RUNBOOKS / f"{name}.md").read_text()
         for heading in ("## What it means", "## Confirm", "## What to do"):
             assert heading in text, (name, heading)
-        assert "cookbook.py" in text, name
+        assert "python3 -m iopipe.cookbook" in text, name
 

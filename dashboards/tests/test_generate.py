@@ -2,21 +2,16 @@
 in them is made only of macros the expander (and so the integration test) knows: a
 variable only through percentencode, whose text cannot end a literal."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(HERE))
-import generate  # noqa: E402
-import macros  # noqa: E402
-from config import IOSTAT  # noqa: E402
+from iopipe.dashboards import generate, macros
+from iopipe.dashboards.config import IOSTAT
 
 
 def test_committed_files_are_up_to_date():
     for path, text in generate.outputs().items():
-        assert path.exists() and path.read_text() == text, f"{path} is stale: run `python dashboards/generate.py`"
+        assert path.exists() and path.read_text() == text, f"{path} is stale: run `python3 -m iopipe.dashboards.generate`"
 
 
 def test_every_query_expands_fully_for_all_and_for_a_selection():

@@ -2,14 +2,10 @@
 and panel types for the pinned release (npm @grafana/schema, see grafana_schema.py), and
 the check does reject what Grafana would not read."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import generate  # noqa: E402
-import grafana_schema  # noqa: E402
+from iopipe.dashboards import generate, grafana_schema
 
 
 @pytest.mark.parametrize("uid", sorted(generate.BOARDS))

@@ -1,14 +1,9 @@
 """The heatmap picture: one cell per non-empty (interval, bucket), darker for more I/Os,
 slow buckets above fast ones, and a plain "no I/O" picture for an empty range."""
 import re
-import sys
 import xml.etree.ElementTree as ElementTree
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import generate  # noqa: E402
-import heatmap_svg  # noqa: E402
-import macros  # noqa: E402
+from iopipe.dashboards import generate, heatmap_svg, macros
 
 SVG = "{http://www.w3.org/2000/svg}"
 # Rows as ClickHouse's JSONEachRow gives them: 64-bit counts quoted, empty buckets 0.

@@ -1,11 +1,8 @@
 """The verdict's histogram picture: one bar per log2 bucket from the fastest to the
 slowest, empty ones included, the longest bar for the most I/Os."""
-import sys
 import xml.etree.ElementTree as ElementTree
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import histogram_svg  # noqa: E402
+from iopipe.dashboards import histogram_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 # Two modes a revolution apart, as bimodal_retries' evidence shows them.

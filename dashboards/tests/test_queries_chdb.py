@@ -4,15 +4,12 @@ health counts and p99, the open tickets, and which rules fire (and which must no
 100 at queue depth 1 on a healthy disk, a flush burst on an idle disk), and hosts and disks
 named with quotes, backslashes and injections read literally. The same checks run on the
 18.16 server in integration-tests/test_dashboards.py."""
-import sys
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]
-import known_rows  # noqa: E402
-from chdb_runner import MigratedChdb  # noqa: E402
+from testkit import known_rows
+
+from chdb_runner import MigratedChdb
 
 
 @pytest.fixture(scope="module")

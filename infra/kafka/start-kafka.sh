@@ -6,7 +6,7 @@
 # they all exist.
 #
 # Every listener is TLS, with the certificates of /etc/iopipe/kafka (a private CA's,
-# infra/kafka_access.py makes them when the stack starts; nothing is committed):
+# iopipe/kafka_access.py makes them when the stack starts; nothing is committed):
 #   KAFKA_PORT           clients: SASL_SSL, SCRAM-SHA-512; each principal's ACLs say what it may do
 #   KAFKA_CERTIFICATES_PORT  clients with a certificate of the CA (TLS client authentication,
 #                        principal User:CN=<its CN>): ClickHouse, whose librdkafka predates
@@ -42,7 +42,7 @@ TOOL=("${TOOL_JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "
       --command-config "$TOOLS_CONFIG")
 
 for file in ca.pem node.pem; do
-  [ -r "$SECRETS/$file" ] || { echo "start-kafka: $SECRETS/$file is missing: start the stack with infra/stack.py, which makes the certificates" >&2; exit 2; }
+  [ -r "$SECRETS/$file" ] || { echo "start-kafka: $SECRETS/$file is missing: start the stack with iopipe/stack.py, which makes the certificates" >&2; exit 2; }
 done
 
 if [ -n "${KAFKA_CONTROLLER_VOTERS:-}" ]; then

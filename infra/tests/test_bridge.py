@@ -1,13 +1,8 @@
 """The ticket bridge's alerts from the rows ClickHouse gives it: an open ticket fires until
 a few cycles ahead, a resolved one ends when its disk turned healthy, and a ticket waits
 for its labels (disk identity, opening anomaly) so they never change after its first post."""
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
-sys.path[:0] = [str(REPO / "infra" / "alertmanager"), str(REPO / "schema" / "clickhouse"),
-                str(REPO / "schema" / "queries"), str(REPO / "dashboards")]
-import bridge  # noqa: E402
+from iopipe import bridge
 
 NS = 10**9
 NOW_S = 1_795_000_000

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from iopipe import kafka_access
+from iopipe.paths import REPO
+
 import k8s_schemas
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "infra"))
-import kafka_access  # noqa: E402
 K8S = REPO / "infra" / "k8s"
 README = K8S / "README.md"
 TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
@@ -95,9 +95,9 @@ def test_custom_resource_matches_its_operators_crd(item):
 
 
 def run_agent_users(*nodes, master_secret=SIGNING_EXAMPLE["master_secret_hex"] + "\n"):
-    """generate.py agent-users as the README runs it: the master secret through a pipe."""
-    return subprocess.run([sys.executable, str(K8S / "generate.py"), "agent-users", "--signing-secret", "/dev/stdin",
-                           *nodes], input=master_secret, capture_output=True, text=True)
+    """iopipe.k8s agent-users as the README runs it: the master secret through a pipe."""
+    return subprocess.run([sys.executable, "-m", "iopipe.k8s", "agent-users", "--signing-secret", "/dev/stdin", *nodes],
+                          input=master_secret, capture_output=True, text=True, cwd=REPO)
 
 
 def agent_users_output(nodes=AGENT_NODES):
@@ -532,7 +532,7 @@ def kafka_clients():
     job_args = flink()["job"]["args"]
     readme = README.read_text()
     (job_protocol,) = re.findall(r"security\.protocol=(\w+)", readme)
-    (clickhouse_brokers,) = set(re.findall(r"migrate\.py up .*?--kafka-brokers ([\w.:-]+)", readme, re.S))
+    (clickhouse_brokers,) = set(re.findall(r"iopipe\.migrate up .*?--kafka-brokers ([\w.:-]+)", readme, re.S))
     return {
         "agent": (agent["args"][agent["args"].index("--brokers") + 1],
                   re.search(r"security\.protocol=(\w+)", " ".join(init["args"])).group(1)),
@@ -647,7 +647,7 @@ def test_clickhouse_reads_what_it_stores_and_writes_nothing():
     found = acls(kafka_user("iopipe-clickhouse"))
     assert topics_allowed(found, "Read", "Describe") == topics_by_producer("stream-jobs") | ACCEPTED
     assert all(ops <= {"Read", "Describe"} for ops in found.values())
-    migrate = (REPO / "schema/clickhouse/migrate.py").read_text()
+    migrate = (REPO / "iopipe/migrate.py").read_text()
     assert group_prefixes(found) == {re.search(r'kafka_group="([\w-]+)"', migrate).group(1)}
 
 
@@ -676,7 +676,7 @@ def test_each_agents_producer_quota_holds_a_full_hosts_event_budget():
 
 
 def test_committed_topics_and_users_are_what_the_generator_writes():
-    result = subprocess.run([sys.executable, str(K8S / "generate.py"), "--check"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "iopipe.k8s", "--check"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr
 
 

@@ -3,7 +3,7 @@
 -- it passes through between. Each with when it opened and why, its last action (open,
 -- update or resolve) and when, and every anomaly its transitions cite. Open tickets of
 -- any age, and those resolved in the last `resolved_hours`; the Alertmanager bridge
--- (infra/alertmanager/bridge.py) posts exactly these as alerts.
+-- (iopipe/bridge.py) posts exactly these as alerts.
 --
 -- Parameters: resolved_hours (UInt32), how far back resolved tickets are still listed.
 -- Reads: health (transitions only, a few rows per disk and episode).

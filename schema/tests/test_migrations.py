@@ -1,11 +1,8 @@
 """Migration files follow the runner's rules: numbered pairs, statements, known placeholders."""
 import hashlib
 import re
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clickhouse"))
-import migrate  # noqa: E402
+from iopipe import migrate
 
 CREATED = re.compile(r"CREATE (?:TABLE|MATERIALIZED VIEW) IF NOT EXISTS (\S+)")
 PARAMS = {"db": "db", "kafka_brokers": "b:1", "kafka_group": "g"}

@@ -1,21 +1,18 @@
-"""Retention without TTL (`migrate.py retention`, schema/clickhouse/retention.py) on the
+"""Retention without TTL (`python3 -m iopipe.migrate retention`, iopipe/retention.py) on the
 modern engine (chdb), over the schema as 18.16 has it: partitions wholly older than a
 table's retention are dropped, any partition that may hold a newer row is kept, and a
 table it cannot date is refused. The 18.16 server runs it in
 integration-tests/test_warehouse.py."""
 import re
-import sys
 import uuid
 from datetime import date, datetime, timezone
-from pathlib import Path
 
 import pytest
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "clickhouse"), str(Path(__file__).resolve().parent)]
-import migrate  # noqa: E402
-import retention  # noqa: E402
-from chdb_engine import ChdbEngine  # noqa: E402
-from test_warehouse_chdb import INGESTION_SETTINGS  # noqa: E402
+from iopipe import migrate, retention
+from testkit.chdb_engine import ChdbEngine
+
+from test_warehouse_chdb import INGESTION_SETTINGS
 
 NS = 1_000_000_000
 NOW = "2024-03-15T12:00:00Z"

@@ -1,15 +1,12 @@
-"""schema/signing.json's examples, as infra/host_signing.py computes them."""
+"""schema/signing.json's examples, as iopipe/host_signing.py computes them."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "infra"))
-import host_signing  # noqa: E402
+from iopipe import host_signing
+from iopipe.paths import SCHEMA
 
-CONTRACT = json.loads((REPO / "schema" / "signing.json").read_text())
+CONTRACT = json.loads((SCHEMA / "signing.json").read_text())
 
 
 @pytest.mark.parametrize("example", CONTRACT["examples"], ids=lambda e: e["host"])

@@ -2,21 +2,17 @@
 down, ingestion through the Kafka tables' views, and every cookbook query's answer.
 The same checks run against the 18.16 server through real Kafka in
 integration-tests/test_warehouse.py."""
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-SCHEMA = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(SCHEMA / "clickhouse"), str(SCHEMA / "queries"), str(Path(__file__).resolve().parent)]
-import cookbook  # noqa: E402
-import migrate  # noqa: E402
-import warehouse_fixture  # noqa: E402
-from chdb_engine import ChdbEngine  # noqa: E402
-from test_contract import load_schema  # noqa: E402
+from iopipe import cookbook, migrate
+from testkit import warehouse_fixture
+from testkit.chdb_engine import ChdbEngine
+
+from test_contract import load_schema
 
 # What the server's ingestion profile sets (infra/clickhouse/users.xml), for direct inserts.
 INGESTION_SETTINGS = "input_format_skip_unknown_fields = 1, input_format_import_nested_json = 1"

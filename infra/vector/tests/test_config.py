@@ -9,7 +9,6 @@ source at tag v0.50.0 (its $comment says which files); Vector itself cannot be i
 here (see the repository's ENVIRONMENT notes).
 """
 import json
-import os
 import re
 from pathlib import Path
 

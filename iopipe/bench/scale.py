@@ -1,0 +1,737 @@
+"""The live job on the cluster at fleet scale, checkpoints on: for each fleet size, what it
+sustains, its checkpoints, the latency from an agent record to its window's row in
+ClickHouse, against a plain Kafka consumer in the same run. Results: stream-jobs/bench/RESULTS-fleet.md.
+
+    make bench-fleet   (or: python3 -m iopipe.bench.scale [--disks 500,1000,10000,50000 --seconds 150])
+
+A cluster of its own (`make cluster-up`'s: Kafka x3, ZooKeeper, Flink HA with 2
+TaskManagers, ClickHouse x2) on free ports. Each fleet size gets the agent topics emptied
+and a fresh live job (a consumer group of its own, no state), then the fleet's records on
+the wall clock, as iopipe/synthetic/fleet.py makes them: TEMPLATE_DISKS of its healthy
+disks, each copied onto many hosts by io.iopipe.jobs.bench.FleetReplay, so every disk sends
+what a fleet.py disk sends each second. Measured while it runs:
+- records/s the job consumed: its consumer group's committed offsets (committed by each
+  checkpoint) over the run after WARM_UP_S; its lag is the age of the oldest record past
+  them;
+- checkpoints: Flink's REST API (/jobs/:id/checkpoints): duration, size, failures;
+- latency: for the disks of PROBE_HOSTS hosts, from when the producer had sent a window's
+  last records (the second ending in it; windows of the job's first length, `window_s` in
+  schema/pipeline.json) to when the window's row is first seen in either ClickHouse
+  replica (polled every POLL_S). It includes the job's wait for a disk's clock to pass
+  the window's end plus the out-of-orderness (`out_of_orderness_s`).
+A size whose lag passes LAG_LIMIT_S, or whose producer falls that far behind the agents'
+clock, cannot be held: it stops there. Then, with the job cancelled, a plain consumer
+reads the same records (bytes only) for up to PLAIN_READ_S.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from iopipe import stack
+from iopipe.kafka_access import JOB_GROUP
+from iopipe.paths import REPO
+from iopipe.synthetic import fleet
+from iopipe.synthetic.scenarios import START_NS, time_of
+
+JOBS = REPO / "stream-jobs"
+OUT = JOBS / "bench" / "RESULTS-fleet.md"
+# Every kind of fleet.py disk in every place on a host, so hosts' disks keep distinct names.
+TEMPLATE_DISKS = math.lcm(len(fleet.kinds(random.Random(0))), fleet.DISKS_PER_HOST)
+HOST_PREFIX = "bench-"
+HOST_PLACEHOLDER = "{host}"  # in the template records, where FleetReplay puts each copy's host
+WARM_UP_S = 30
+POLL_S = 1
+PROGRESS_EVERY_S = 10
+PROBE_HOSTS = 16
+LAG_LIMIT_S = 60
+PRODUCER_SLACK_S = 5
+HELD_LAG_CHECKPOINTS = 3  # committed offsets trail the log end by up to an interval plus a checkpoint's duration
+MIN_CHECKPOINTS = 3
+PLAIN_READ_S = 20
+TARGET_DISKS = 100_000
+MS_NS = 1_000_000
+AGENT_RECORDS = ("io.diskstats.v1", "io.event.v1", "io.hist.v1")  # what fleet.py's disks send
+CPUS = os.cpu_count()
+
+
+def say(message):
+    print(f"[bench-fleet] {message}", flush=True)
+
+
+# ---------------------------------------------------------------- the fleet's records
+
+def clock_fields():
+    """Per record schema, the fields that are wall-clock times (the schema's minimum is
+    10^18 ns): these move to the run's clock, durations do not."""
+    fields = {}
+    for path in (REPO / "schema" / "records").glob("*.schema.json"):
+        schema = json.loads(path.read_text())
+        fields[path.name.removesuffix(".schema.json")] = [
+            name for name, spec in schema["properties"].items() if spec.get("minimum", 0) >= 10**18]
+    return fields
+
+
+def write_templates(path, seconds, start_ms):
+    """The template disks' records over `seconds`, fleet.py's clock moved to start at
+    `start_ms`, as FleetReplay reads them: each disk's second is sent when it ends (its
+    latest time). Returns records per disk-second, and (schema -> count) of the template."""
+    shift_ns = start_ms * MS_NS - START_NS
+    fields = clock_fields()
+    disks = fleet.healthy_disks(TEMPLATE_DISKS)
+    by_schema = {}
+    with open(path, "w") as out:
+        for second in range(seconds):
+            for j, disk in enumerate(disks):
+                records = disk.second(second)
+                for record in records:
+                    for field in fields[record["schema"]]:
+                        record[field] += shift_ns
+                    record["host"] = HOST_PLACEHOLDER
+                    by_schema[record["schema"]] = by_schema.get(record["schema"], 0) + 1
+                send_at_ms = max(time_of(record) for record in records) // MS_NS
+                for record in records:
+                    out.write(f"{send_at_ms}\t{j}\t{json.dumps(record, separators=(',', ':'))}\n")
+    return sum(by_schema.values()) / (TEMPLATE_DISKS * seconds), by_schema
+
+
+def host_of(disk_index):
+    return f"{HOST_PREFIX}{disk_index // fleet.DISKS_PER_HOST}"
+
+
+class Replay:
+    """FleetReplay sending `disks` disks' records; remembers when each second was sent."""
+
+    def __init__(self, brokers, templates, disks):
+        jar = JOBS / "target" / "iopipe-stream-jobs.jar"
+        classpath = (JOBS / "target" / "offline-classpath.txt").read_text().strip()
+        self.sent_ms = {}  # send_at_ms -> wall ms when all its records were handed to Kafka
+        self.process = subprocess.Popen(
+            ["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}", "-cp", f"{jar}:{classpath}",
+             "io.iopipe.jobs.bench.FleetReplay", "--brokers", brokers, "--templates", str(templates),
+             "--template-disks", str(TEMPLATE_DISKS), "--disks", str(disks),
+             "--host-placeholder", HOST_PLACEHOLDER, "--host-prefix", HOST_PREFIX,
+             "--disks-per-host", str(fleet.DISKS_PER_HOST),
+             "--kafka-config", str(stack.kafka_java_config(brokers)),
+             "--signing-secret", str(stack.kafka_access(brokers).signing_secret_path())], stdout=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            if line.startswith("sent "):
+                _, at_ms, done_ms, _ = line.split()
+                self.sent_ms[int(at_ms)] = int(done_ms)
+
+    def behind_s(self):
+        """How far the last second sent was behind the agents' clock."""
+        if not self.sent_ms:
+            return 0.0
+        at_ms = max(self.sent_ms)
+        return (self.sent_ms[at_ms] - at_ms) / 1000
+
+    def done(self):
+        return self.process.poll() is not None
+
+    def stop(self):
+        if not self.done():
+            self.process.terminate()
+        self.process.wait()
+        self.reader.join()
+
+
+# ---------------------------------------------------------------- Kafka
+
+def agent_topics(records):
+    """The topics of these record schemas."""
+    topic_of = {topic["record"]: topic["name"] for topic in stack.RECORD_TOPICS}
+    return [topic_of[schema] for schema in records]
+
+
+class Offsets:
+    """Log ends of the agent topics and a consumer group's committed offsets."""
+
+    def __init__(self, brokers, topics, group):
+        self.consumer = Consumer({**stack.kafka_client(brokers), "group.id": group, "enable.auto.commit": False})
+        metadata = self.consumer.list_topics(timeout=30)
+        self.partitions = [TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions]
+        self.start = self.ends()
+
+    def ends(self):
+        return {(tp.topic, tp.partition): self.consumer.get_watermark_offsets(tp, timeout=10)[1]
+                for tp in self.partitions}
+
+    def produced(self):
+        return sum(self.ends().values()) - sum(self.start.values())
+
+    def consumed(self):
+        """Records the group has committed past since the start (none committed: none)."""
+        committed = self.consumer.committed(self.partitions, timeout=10)
+        return sum(max(tp.offset, self.start[(tp.topic, tp.partition)]) - self.start[(tp.topic, tp.partition)]
+                   for tp in committed)
+
+    def close(self):
+        self.consumer.close()
+
+
+def empty_topics(brokers, topics):
+    """Deletes every record the agent topics hold, so the next job starts on its own fleet's."""
+    admin = AdminClient(stack.kafka_client(brokers))
+    probe = Consumer({**stack.kafka_client(brokers), "group.id": f"bench-fleet-ends-{uuid.uuid4().hex[:8]}"})
+    metadata = probe.list_topics(timeout=30)
+    ends = [TopicPartition(t, p, probe.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1])
+            for t in topics for p in metadata.topics[t].partitions]
+    probe.close()
+    holding = [tp for tp in ends if tp.offset > 0]
+    if holding:
+        for future in admin.delete_records(holding, operation_timeout=30).values():
+            future.result()
+
+
+def plain_read_rate(brokers, start, ends):
+    """Records/s of a plain consumer reading [start, ends) of each partition, bytes only,
+    for up to PLAIN_READ_S."""
+    consumer = Consumer({**stack.kafka_client(brokers), "group.id": f"bench-fleet-plain-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
+    wanted = sum(ends.values()) - sum(start.values())
+    read, first, called = 0, None, time.monotonic()
+    while read < wanted and time.monotonic() - (first or called) < PLAIN_READ_S:
+        batch = consumer.consume(num_messages=10_000, timeout=1.0)
+        if batch and first is None:
+            first = time.monotonic()
+        read += sum(1 for m in batch if not m.error())
+    took = time.monotonic() - first if first else 0
+    consumer.close()
+    return read / took if took else 0.0
+
+
+# ---------------------------------------------------------------- Flink and ClickHouse
+
+class Checkpoints:
+    """Every checkpoint of a job, gathered from the REST API's recent history."""
+
+    def __init__(self, ports, job_id):
+        self.url = f"{ports.flink_url}/jobs/{job_id}/checkpoints"
+        self.by_id = {}
+        self.counts = {}
+        # A checkpoint declined as it was triggered is counted but never listed: the count
+        # before the first record tells those the fleet's load had no part in.
+        self.failed_before_records = 0
+
+    def poll(self):
+        answer = stack.http_json(self.url)
+        self.counts = answer["counts"]
+        for checkpoint in answer.get("history", []):
+            if checkpoint["status"] != "IN_PROGRESS":
+                self.by_id[checkpoint["id"]] = checkpoint
+
+    def completed(self):
+        return [c for _, c in sorted(self.by_id.items()) if c["status"] == "COMPLETED"]
+
+    def failed(self):
+        return [c for _, c in sorted(self.by_id.items()) if c["status"] == "FAILED"]
+
+
+class WindowRows:
+    """When each of the job's first windows of the probe hosts' disks was first seen in ClickHouse."""
+
+    def __init__(self, cluster, hosts, since_ns):
+        self.clients = [cluster.users.client(cluster.ports.of_clickhouse_replica(r), "reader")
+                        for r in stack.CLICKHOUSE_REPLICAS]
+        names = ", ".join(f"'{h}'" for h in hosts)
+        self.sql = (f"SELECT DISTINCT host, disk, window_end_ns FROM iopipe.windows WHERE window_s = {stack.BASE_WINDOW_S} "
+                    f"AND host IN ({names}) AND window_end_ns > {since_ns}")
+        self.first_seen_ms = {}
+
+    def poll(self):
+        for client in self.clients:
+            now_ms = time.time() * 1000
+            for row in client.json_rows(self.sql):
+                self.first_seen_ms.setdefault((row["host"], row["disk"], int(row["window_end_ns"])), now_ms)
+
+    def latencies_s(self, sent_ms):
+        """Per window seen: from when its last second was sent to when its row was seen."""
+        out = []
+        for (_, _, end_ns), seen_ms in self.first_seen_ms.items():
+            last = [at_ms for at_ms in sent_ms if at_ms <= end_ns // MS_NS]
+            if last:
+                out.append((seen_ms - sent_ms[max(last)]) / 1000)
+        return out
+
+
+def busiest_tasks(ports, job_id, count=3):
+    """The job's tasks (chains of operators) by the share of time their busiest subtask
+    worked, with the share it was back-pressured: where the job spends its cores."""
+    url = f"{ports.flink_url}/jobs/{job_id}"
+    tasks = []
+    for vertex in stack.http_json(url)["vertices"]:
+        metrics = {m["id"]: m["max"] for m in stack.http_json(
+            f"{url}/vertices/{vertex['id']}/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond")}
+        tasks.append((per_mille(metrics, "busyTimeMsPerSecond") / 10, per_mille(metrics, "backPressuredTimeMsPerSecond") / 10,
+                      vertex["name"]))
+    return sorted(tasks, reverse=True)[:count]
+
+
+def per_mille(metrics, name):
+    """A ms-per-second metric; Flink says "NaN" for a subtask that has not measured it yet."""
+    value = float(metrics.get(name, 0))
+    return 0.0 if math.isnan(value) else value
+
+
+def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
+    """Where a task's threads spend their time on CPU, from Flink's flame graph of it
+    (stack samples of its subtasks): the share of the samples each method is on top of the
+    stack (self), and the share each of iopipe's methods is anywhere on it (inclusive)."""
+    url = f"{ports.flink_url}/jobs/{job_id}"
+    vertex = next(v["id"] for v in stack.http_json(url)["vertices"] if v["name"] == vertex_name)
+    graph_url = f"{url}/vertices/{vertex}/flamegraph?type=ON_CPU"
+    deadline = time.monotonic() + timeout_s
+    answer, root = {}, {}
+    while not root.get("value") and time.monotonic() < deadline:
+        # No data while the samples are taken (endTimestamp -3) or while a subtask is not running (-1).
+        answer = stack.http_json(graph_url)
+        root = answer.get("data") or {}
+        time.sleep(2)
+    if not root.get("value"):
+        say(f"no flame graph of {vertex_name} within {timeout_s} s; its endpoint last said {str(answer)[:200]}")
+        return None
+    own, within = {}, {}
+
+    def walk(node, above):
+        method = node["name"].rsplit(":", 1)[0]  # frames name a line: count the method
+        below = sum(child["value"] for child in node.get("children", []))
+        own[method] = own.get(method, 0) + node["value"] - below
+        if method.startswith("io.iopipe.") and method not in above:
+            within[method] = within.get(method, 0) + node["value"]
+        for child in node.get("children", []):
+            walk(child, above | {method})
+    walk(root, frozenset())
+
+    def shares(counts):
+        return [(method, n / root["value"]) for method, n in sorted(counts.items(), key=lambda kv: -kv[1])[:top]]
+    return {"samples": root["value"], "self": shares(own), "iopipe": shares(within)}
+
+
+def profile_task(ports, job_id, vertex_name, into):
+    try:
+        into.update(hot_frames(ports, job_id, vertex_name) or {})
+    except urllib.error.URLError as error:  # the figures still stand without it
+        say(f"no flame graph of {vertex_name}: {error}")
+
+
+def checkpoint_failures_logged(cluster, job_id, most=2):
+    """The JobManagers' log lines on the job's failed checkpoints, each with its cause (the
+    next line): where the reason of a checkpoint declined at its trigger is written."""
+    found = []
+    for jobmanager in ("flink-jobmanager-1", "flink-jobmanager-2"):
+        logs = subprocess.run(["docker", "logs", cluster.container(jobmanager)], capture_output=True, text=True)
+        lines = (logs.stdout + logs.stderr).splitlines()
+        for line, cause in zip(lines, lines[1:] + [""]):
+            if job_id in line and "Failed to trigger" in line:
+                found.append(f"{line.split(' - ', 1)[-1].strip()} {cause.strip()}"[:300])
+    return found[:most]
+
+
+def cluster_shape(ports):
+    """What the estimate for a larger fleet builds on: the job's parallelism, the TaskManagers,
+    their slots and each slot's managed memory (RocksDB's, bytes), the agent topics' partitions."""
+    taskmanagers = stack.http_json(f"{ports.flink_url}/taskmanagers")["taskmanagers"]
+    slots = taskmanagers[0]["slotsNumber"]
+    return {"parallelism": int(stack.flink_config(ports)["parallelism.default"]), "taskmanagers": len(taskmanagers),
+            "slots_per_taskmanager": slots,
+            "managed_per_slot": taskmanagers[0]["memoryConfiguration"]["managedMemory"] / slots,
+            "partitions": min(t["partitions"] for t in stack.RECORD_TOPICS if t["record"] in AGENT_RECORDS)}
+
+
+def memory_gib():
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemTotal:"))
+    return kib / 2**20
+
+
+def cpu_by_container(project):
+    """The CPU share of each of the cluster's containers now, as `docker stats` sees it."""
+    lines = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.Name}} {{.CPUPerc}}"],
+                           capture_output=True, text=True).stdout.splitlines()
+    shares = (line.split() for line in lines if line.startswith(project))
+    return {name.removeprefix(f"{project}_").removesuffix("_1"): share for name, share in shares}
+
+
+# ---------------------------------------------------------------- one fleet size
+
+def run_size(cluster, disks, seconds):
+    ports = cluster.ports
+    topics = agent_topics(AGENT_RECORDS)
+    say(f"{disks:,} disks: emptying the agent topics, starting a fresh live job")
+    empty_topics(ports.brokers, topics)
+    group = f"{JOB_GROUP}-bench-fleet-{disks}-{uuid.uuid4().hex[:8]}"  # the job may read as its groups only
+    offsets = Offsets(ports.brokers, topics, group)
+    job_id = stack.submit_live_job(ports, group_id=group)
+    with tempfile.TemporaryDirectory() as scratch:
+        templates = Path(scratch) / "templates.tsv"
+        # One to two windows ahead, on a window's boundary: time to write the templates.
+        start_ms = (int(time.time()) // stack.BASE_WINDOW_S + 2) * stack.BASE_WINDOW_S * 1000
+        per_disk_s, by_schema = write_templates(templates, seconds, start_ms)
+        if set(by_schema) != set(AGENT_RECORDS):
+            sys.exit(f"fleet.py sends {sorted(by_schema)}, the benchmark measures the topics of {AGENT_RECORDS}")
+        say(f"{disks:,} disks: {per_disk_s:.2f} records per disk-second, {disks * per_disk_s:,.0f} records/s, "
+            f"from {time.strftime('%H:%M:%S', time.localtime(start_ms / 1000))}")
+        cpu_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+        replay = Replay(ports.brokers, templates, disks)
+        try:
+            run = watch(cluster, job_id, replay, offsets, disks, start_ms)
+        finally:
+            replay.stop()
+        cpu_after, took = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - started
+    run["producer_cores"] = (cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime) / took
+    config = stack.http_json(f"{ports.flink_url}/jobs/{job_id}/checkpoints/config")
+    run["checkpoint_interval_s"] = config["interval"] / 1000
+    stack.cancel_job(ports, job_id)
+    say(f"{disks:,} disks: a plain consumer reads the same records")
+    run["plain_rate"] = plain_read_rate(ports.brokers, offsets.start, offsets.ends())
+    offsets.close()
+    say(f"{disks:,} disks: plain consumer {run['plain_rate']:,.0f} records/s")
+    run.update(disks=disks, seconds=seconds, per_disk_s=per_disk_s, offered_rate=disks * per_disk_s,
+               by_schema=by_schema)
+    return run
+
+
+def watch(cluster, job_id, replay, offsets, disks, start_ms):
+    """Polls everything until the producer is done (and the last windows had time to land)
+    or the fleet cannot be held; returns what was measured. Rates and lag are sampled while
+    the producer sends."""
+    checkpoints = Checkpoints(cluster.ports, job_id)
+    probes = sorted({host_of(k * disks // PROBE_HOSTS) for k in range(PROBE_HOSTS)})
+    windows = WindowRows(cluster, probes, start_ms * MS_NS)
+    samples, cpu, busiest, stopped, limited_by, last_progress, done_at = [], {}, [], None, None, time.monotonic(), None
+    profile = {}  # filled by a thread of its own: sampling takes a while, the loop must not wait
+    profiler = None
+    while True:
+        time.sleep(POLL_S)
+        now = time.monotonic()
+        running_s = time.time() - start_ms / 1000
+        checkpoints.poll()
+        windows.poll()
+        if running_s < 0:
+            checkpoints.failed_before_records = checkpoints.counts.get("failed", 0)
+        if replay.done():
+            if replay.process.returncode:
+                sys.exit(f"FleetReplay ended with code {replay.process.returncode}: see its output above")
+            done_at = done_at or now
+            if now - done_at > 2 * PROGRESS_EVERY_S:  # for the last closed windows to reach ClickHouse
+                break
+            continue
+        produced, consumed = offsets.produced(), offsets.consumed()
+        lag_s = age_of_oldest_unconsumed(samples, running_s, produced, consumed)
+        samples.append((running_s, produced, consumed, lag_s))
+        if not cpu and running_s > WARM_UP_S:
+            cpu = cpu_by_container(cluster.project)
+        if now - last_progress >= PROGRESS_EVERY_S:
+            last_progress = now
+            if running_s > WARM_UP_S:
+                # Flink publishes task metrics some seconds late: the latest snapshot that has them.
+                busiest = [t for t in busiest_tasks(cluster.ports, job_id) if t[0] or t[1]] or busiest
+                if busiest and profiler is None:
+                    profiler = threading.Thread(target=profile_task, args=(cluster.ports, job_id, busiest[0][2], profile),
+                                                daemon=True)
+                    profiler.start()
+            say(f"{disks:,} disks, {running_s:.0f} s: {samples[-1][1]:,} produced, {samples[-1][2]:,} checkpointed "
+                f"(lag {lag_s:.0f} s), producer {replay.behind_s():.1f} s behind; checkpoints "
+                f"{checkpoints.counts.get('completed', 0)} completed, {checkpoints.counts.get('failed', 0)} failed; "
+                f"{len(windows.first_seen_ms)} probe windows in ClickHouse")
+        if running_s > WARM_UP_S and max(lag_s, replay.behind_s()) > LAG_LIMIT_S:
+            limited_by = "producer" if replay.behind_s() > LAG_LIMIT_S else "job"
+            stopped = f"stopped after {running_s:.0f} s: " + (
+                f"the producer fell {replay.behind_s():.0f} s behind the agents' clock" if limited_by == "producer"
+                else f"the job's checkpointed offsets fell {LAG_LIMIT_S} s behind the records sent")
+            say(f"{disks:,} disks: {stopped}")
+            break
+    run = summarize(samples, checkpoints, windows, replay, start_ms)
+    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest, profile=dict(profile),
+               logged_failures=checkpoint_failures_logged(cluster, job_id))
+    return run
+
+
+def age_of_oldest_unconsumed(samples, now_s, produced, consumed):
+    """The job's lag in time: how long ago the oldest record it has not checkpointed was
+    produced (to the resolution of the samples), 0 when it has checkpointed everything."""
+    if consumed >= produced:
+        return 0.0
+    return now_s - next((t for t, then_produced, *_ in samples if then_produced > consumed), now_s)
+
+
+def rate_after_warm_up(samples, column):
+    """Records/s of a sample column between the first sample after WARM_UP_S and the last."""
+    warm = [sample for sample in samples if sample[0] >= WARM_UP_S] or samples
+    first, last = warm[0], warm[-1]
+    return (last[column] - first[column]) / (last[0] - first[0]) if last[0] > first[0] else 0.0
+
+
+def summarize(samples, checkpoints, windows, replay, start_ms):
+    sending_until_ms = start_ms + (samples[-1][0] * 1000 if samples else 0)
+    # Durations and sizes of the checkpoints taken under load, not of those after the records ended.
+    completed = [c for c in checkpoints.completed() if c["trigger_timestamp"] <= sending_until_ms]
+    warm_sends = {at: done for at, done in replay.sent_ms.items() if done >= start_ms + WARM_UP_S * 1000}
+    durations_s = [c["end_to_end_duration"] / 1000 for c in completed]
+    latencies = sorted(windows.latencies_s(replay.sent_ms))
+    warm = [sample for sample in samples if sample[0] >= WARM_UP_S] or samples
+    return {
+        "seconds_run": samples[-1][0] if samples else 0.0,
+        "produced_rate": rate_after_warm_up(samples, 1),
+        "consumed_rate": rate_after_warm_up(samples, 2),
+        "max_lag_s": max((lag_s for *_, lag_s in warm), default=0.0),
+        "producer_behind_s": max(((done - at) / 1000 for at, done in warm_sends.items()), default=0.0),
+        "producer_behind_at_start_s": max(((done - at) / 1000 for at, done in replay.sent_ms.items()), default=0.0),
+        "checkpoints_completed": checkpoints.counts.get("completed", 0),
+        "checkpoints_under_load": len(completed),
+        "checkpoints_failed": checkpoints.counts.get("failed", 0),
+        # A checkpoint the job declined before the first record was sent did not meet the fleet.
+        "failed_before_records": checkpoints.failed_before_records,
+        "failed_under_load": checkpoints.counts.get("failed", 0) - checkpoints.failed_before_records,
+        "failure_messages": [f"#{c['id']}: {c.get('failure_message', '?')}" for c in checkpoints.failed()],
+        "checkpoints_in_progress": checkpoints.counts.get("in_progress", 0),
+        "checkpoint_s_median": statistics.median(durations_s) if durations_s else None,
+        "checkpoint_s_max": max(durations_s, default=None),
+        "checkpointed_bytes_median": statistics.median([c["checkpointed_size"] for c in completed] or [None]),
+        "state_bytes": completed[-1]["state_size"] if completed else None,
+        "latency_p50_s": latencies[len(latencies) // 2] if latencies else None,
+        "latency_p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else None,
+        "windows_measured": len(latencies),
+    }
+
+
+def held(run):
+    """Held: the producer kept the agents' clock, the job's checkpointed offsets stayed within
+    HELD_LAG_CHECKPOINTS intervals of the log end, and every checkpoint triggered once records
+    flowed completed."""
+    return (run["stopped"] is None and run["producer_behind_s"] <= PRODUCER_SLACK_S
+            and run["max_lag_s"] <= HELD_LAG_CHECKPOINTS * run["checkpoint_interval_s"]
+            and not run["failed_under_load"]
+            and run["checkpoints_completed"] >= MIN_CHECKPOINTS)
+
+
+# ---------------------------------------------------------------- the report
+
+def figure(value, unit="", digits=0):
+    return "-" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def size_table(run):
+    ratio = run["consumed_rate"] / run["plain_rate"] if run["plain_rate"] else None
+    cpu = ", ".join(f"{name} {share}" for name, share in sorted(run["cpu"].items()))
+    busiest = "; ".join(f"{name}: {busy:.0f}% / {pressured:.0f}%" for busy, pressured, name in run["busiest"])
+    checkpoints = (f"{run['checkpoints_completed']} / {run['checkpoints_failed']} / {run['checkpoints_in_progress']} "
+                   f"(every {figure(run['checkpoint_interval_s'], ' s')})")
+    return "\n".join([
+        f"### {run['disks']:,} disks: {'held' if held(run) else 'not held'}",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| agent records offered (fleet.py's rate) | {figure(run['offered_rate'])}/s |",
+        f"| records/s produced (after the first {WARM_UP_S} s) | {figure(run['produced_rate'])} |",
+        f"| producer behind the agents' clock, at most: after the first {WARM_UP_S} s / at its start | "
+        f"{figure(run['producer_behind_s'], ' s', 1)} / {figure(run['producer_behind_at_start_s'], ' s', 1)} "
+        f"(it used {figure(run['producer_cores'], ' cores', 2)}) |",
+        f"| records/s the job consumed (checkpointed offsets) | {figure(run['consumed_rate'])} |",
+        f"| job lag, at most (after the first {WARM_UP_S} s): age of the oldest record not checkpointed | "
+        f"{figure(run['max_lag_s'], ' s', 1)} |",
+        f"| plain KafkaConsumer (librdkafka), same records, job stopped | {figure(run['plain_rate'])} records/s |",
+        f"| job / plain consumer | {figure(ratio, '', 2)} |",
+        f"| checkpoints completed / failed / in progress at the end | {checkpoints} |",
+        f"| failed checkpoints, once records flowed / before the first record | {run['failed_under_load']} / "
+        f"{run['failed_before_records']} {failures(run)} |",
+        f"| checkpoint duration while records were sent ({run['checkpoints_under_load']}), median / max | "
+        f"{figure(run['checkpoint_s_median'], ' s', 1)} / {figure(run['checkpoint_s_max'], ' s', 1)} |",
+        f"| checkpoint size, incremental (median) / full state (last) | "
+        f"{figure(mib(run['checkpointed_bytes_median']), ' MiB', 1)} / {figure(mib(run['state_bytes']), ' MiB', 1)} |",
+        f"| latency record → ClickHouse row, p50 / p99 ({run['windows_measured']} windows) | "
+        f"{figure(run['latency_p50_s'], ' s', 1)} / {figure(run['latency_p99_s'], ' s', 1)} |",
+        f"| run | {run['stopped'] or 'to the end of the records'} ({run['seconds_run']:.0f} s of sending measured) |",
+        f"| CPU by container after {WARM_UP_S} s (docker stats) | {cpu or '-'} |",
+        f"| the job's busiest tasks then: busy / back-pressured, of the busiest subtask | {busiest or '-'} |",
+        *profile_rows(run.get("profile")),
+        ""])
+
+
+def profile_rows(profile):
+    if not profile:
+        return ["| the busiest task on CPU (Flink's flame graph) | - |"]
+
+    def listed(shares):
+        # Class.method of a frame; a native or unknown frame ("[unknown]", "libc.so") as it is named.
+        return "; ".join(f"{'.'.join(method.rsplit('.', 2)[-2:])} {share:.0%}" for method, share in shares)
+    return [f"| the busiest task on CPU, of {profile['samples']:,} stack samples: methods on top (self) | "
+            f"{listed(profile['self'])} |",
+            f"| the same samples: iopipe's methods anywhere on the stack (inclusive) | {listed(profile['iopipe'])} |"]
+
+
+def failures(run):
+    """Why checkpoints failed: the REST history's messages, else the JobManager's log."""
+    reasons = run["failure_messages"] or run["logged_failures"]
+    return f"({'; '.join(reasons)})" if reasons else ""
+
+
+def mib(value):
+    return None if value is None else value / 2**20
+
+
+def slots_for_target(runs, shape):
+    """TaskManager slots a TARGET_DISKS fleet needs, from the measured per-slot rate and state."""
+    lines = [f"## TaskManager slots for {TARGET_DISKS:,} disks", ""]
+    fastest = max(runs, key=lambda r: r["consumed_rate"])
+    per_slot = fastest["consumed_rate"] / shape["parallelism"]
+    if not per_slot:
+        return "\n".join(lines + ["No size consumed records: no estimate.", ""])
+    needed = TARGET_DISKS * fastest["per_disk_s"]
+    by_rate = math.ceil(needed / per_slot)
+    bound = "" if fastest["limited_by"] == "job" else " (the job did not limit that size: a slot does at least this)"
+    lines.append(
+        f"- Records: {TARGET_DISKS:,} disks × {fastest['per_disk_s']:.2f} records per disk-second = {needed:,.0f} "
+        f"records/s. The job's best rate was {fastest['consumed_rate']:,.0f} records/s, at {fastest['disks']:,} disks "
+        f"on {shape['parallelism']} slots: {per_slot:,.0f} per slot{bound}. {by_rate} slots.")
+    # A size the job fell far behind on had not read every disk by its checkpoints: per-disk state from
+    # the largest size it read to the end, else the smallest.
+    with_state = [r for r in runs if r["state_bytes"]]
+    to_the_end = [r for r in with_state if not r["stopped"]]
+    by_state = 0
+    if with_state:
+        largest = max(to_the_end, key=lambda r: r["disks"]) if to_the_end else min(with_state, key=lambda r: r["disks"])
+        per_disk_bytes = largest["state_bytes"] / largest["disks"]
+        total = TARGET_DISKS * per_disk_bytes
+        by_state = math.ceil(total / shape["managed_per_slot"])
+        lines.append(
+            f"- State: {per_disk_bytes:,.0f} bytes per disk (the last full checkpoint at {largest['disks']:,} disks), "
+            f"{mib(total):,.0f} MiB for {TARGET_DISKS:,} disks; for each slot's share to fit its RocksDB managed "
+            f"memory ({mib(shape['managed_per_slot']):,.0f} MiB per slot here), {by_state} slots.")
+    slots = max(by_rate, by_state)
+    lines += [
+        f"- So {slots} slots ({math.ceil(slots / shape['slots_per_taskmanager'])} TaskManagers of "
+        f"{shape['slots_per_taskmanager']}), the job at parallelism {slots}; each agent topic needs at least as many "
+        f"partitions to feed them (it has {shape['partitions']} now). A slot here shared {CPUS} cores with Kafka, "
+        "ClickHouse and the producer: slots with a core of their own do more, so this is an upper bound.",
+        ""]
+    return "\n".join(lines)
+
+
+def report(runs, shape, command):
+    held_runs = [r for r in runs if held(r)]
+    first = runs[0]
+    mix = ", ".join(f"{schema} {count / (TEMPLATE_DISKS * first['seconds']):.2f}"
+                    for schema, count in sorted(first["by_schema"].items()))
+    lines = [
+        "# Stream jobs at fleet scale: the live job on the cluster, checkpoints on",
+        "",
+        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by `{command}` on {CPUS} CPUs, "
+        f"{memory_gib():.0f} GiB: the cluster of `make cluster-up` (Kafka 3 nodes, every partition on all 3, "
+        f"`acks=all`; ZooKeeper; Flink 2.3 with a standby JobManager and {shape['taskmanagers']} TaskManagers of "
+        f"{shape['slots_per_taskmanager']} slots, the live job at parallelism {shape['parallelism']}, RocksDB, "
+        "incremental checkpoints; ClickHouse 2 replicas reading every topic), the producer on the same machine.",
+        "",
+        f"Each size: the agent topics emptied, a fresh live job, then {first['seconds']} s of a fleet's records on the "
+        f"wall clock as `iopipe/synthetic/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind in "
+        "every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
+        f"{first['per_disk_s']:.2f} records ({mix}). Records/s consumed: the job's consumer group's offsets, committed "
+        f"by each checkpoint. Latency: for the disks of {PROBE_HOSTS} hosts, from when a {stack.BASE_WINDOW_S} s "
+        "window's last second was sent to Kafka to when its row is first seen in either ClickHouse replica (polled "
+        f"every {POLL_S} s); it includes the job's wait for each disk's clock to pass the window's end by the "
+        f"{stack.PIPELINE['out_of_orderness_s']} s out-of-orderness. The plain consumer reads the same records after "
+        f"the job is stopped, for up to {PLAIN_READ_S} s. A size stops once its lag (the age of the oldest record not checkpointed) passes "
+        f"{LAG_LIMIT_S} s or the producer falls that far behind; it is held when the producer kept the clock (within "
+        f"{PRODUCER_SLACK_S} s, after its first {WARM_UP_S} s), the lag stayed within {HELD_LAG_CHECKPOINTS} "
+        "checkpoint intervals and every checkpoint triggered once records flowed completed. A job that keeps up "
+        "consumes what the fleet sends, so its ratio to the plain consumer is headroom; where it cannot, the ratio "
+        "is the job's own ceiling.",
+        "",
+        *(size_table(r) for r in runs),
+        "## Result",
+        "",
+        (f"Largest fleet held with every checkpoint completing: {max(r['disks'] for r in held_runs):,} disks."
+         if held_runs else "No fleet size was held."),
+        *(f"{r['disks']:,} disks were not: {why_not_held(r)}" for r in runs if not held(r)),
+        *job_ceiling(runs),
+        "",
+        slots_for_target(runs, shape),
+        f"Rerun: `make bench-fleet` (`python3 -m iopipe.bench.scale --disks {SIZES} --seconds {SECONDS}`).",
+        ""]
+    return "\n".join(lines)
+
+
+def job_ceiling(runs):
+    """The job's best rate where it could not keep up, in disks: the fleet it could hold here."""
+    saturated = [r for r in runs if r["limited_by"] == "job"]
+    if not saturated:
+        return []
+    best = max(saturated, key=lambda r: r["consumed_rate"])
+    return [f"Where the job could not keep up, at {best['disks']:,} disks, it consumed {best['consumed_rate']:,.0f} "
+            f"records/s, the records of {best['consumed_rate'] / best['per_disk_s']:,.0f} disks, while Kafka and "
+            "ClickHouse took in that fleet's records on the same cores."]
+
+
+def why_not_held(run):
+    reasons = []
+    if run["stopped"]:
+        reasons.append(run["stopped"])
+    if run["producer_behind_s"] > PRODUCER_SLACK_S:
+        reasons.append(f"the producer could not send the fleet's {run['offered_rate']:,.0f} records/s on time "
+                       f"(at most {run['producer_behind_s']:.0f} s behind, {run['produced_rate']:,.0f} records/s sent)")
+    if run["max_lag_s"] > HELD_LAG_CHECKPOINTS * run["checkpoint_interval_s"]:
+        reasons.append(f"the job fell {run['max_lag_s']:.0f} s behind, consuming "
+                       f"{run['consumed_rate']:,.0f} of {run['produced_rate']:,.0f} records/s sent")
+    if run["failed_under_load"]:
+        reasons.append(f"{run['failed_under_load']} checkpoints failed once records flowed {failures(run)}")
+    if run["checkpoints_completed"] < MIN_CHECKPOINTS:
+        reasons.append(f"only {run['checkpoints_completed']} checkpoints completed")
+    return "; ".join(reasons) + "."
+
+
+# ---------------------------------------------------------------- main
+
+# What `make bench-fleet` runs: the largest size held is the result, so the smallest is one the
+# job keeps up with on this 2-core machine (RESULTS-fleet.md says at what rate).
+SIZES = "500,1000,10000,50000"
+SECONDS = 150
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--disks", default=SIZES, help="fleet sizes, in the order run")
+    parser.add_argument("--seconds", type=int, default=SECONDS, help="seconds of agent records per size")
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args()
+    if not (JOBS / "target" / "iopipe-stream-jobs.jar").exists():
+        sys.exit("the job jar is missing: run `make jobs` first")
+    command = "make bench-fleet" if args.disks == SIZES and args.seconds == SECONDS else \
+        f"python3 -m iopipe.bench.scale --disks {args.disks} --seconds {args.seconds}"
+    cluster = stack.Cluster.fresh(f"iopipe-bench-fleet-{uuid.uuid4().hex[:8]}")
+    try:
+        stack.cluster_up(cluster, submit=False)
+        stack.migrate_clickhouse(cluster.ports, cluster.users, stack.CLICKHOUSE_CLUSTER)
+        shape = cluster_shape(cluster.ports)
+        runs = [run_size(cluster, int(disks), args.seconds) for disks in args.disks.split(",")]
+    finally:
+        say("removing the cluster")
+        stack.cluster_down(cluster)
+    text = report(runs, shape, command)
+    print(text)
+    Path(args.out).write_text(text)
+    say(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
