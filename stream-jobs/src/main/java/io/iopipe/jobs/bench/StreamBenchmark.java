@@ -368,7 +368,7 @@ public final class StreamBenchmark {
 
     /** A window open over `records`, with the identities it keeps to merge a resend once. */
     private static DiskWindow accumulated(List<DiskRecord> records) {
-        WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate();
+        WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(PipelineTimings.WINDOW_SECONDS.get(0));
         DiskWindow w = accumulate.createAccumulator();
         for (DiskRecord r : records) {
             if (w.firstSeen(r.identity(), r.hist != null)) {

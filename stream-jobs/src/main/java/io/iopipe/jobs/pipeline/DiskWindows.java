@@ -44,7 +44,6 @@ import org.apache.flink.util.Collector;
  * see {@link DiskClock}): they are on their way, not lost.
  */
 public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
-    private final int windowSeconds;
     private final long lengthMs;
     private final long outOfOrdernessMs;
     private final long kindIdleMs;
@@ -67,14 +66,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private transient Counter revisions;
 
     public DiskWindows(int windowSeconds, Pipeline.Config config) {
-        this.windowSeconds = windowSeconds;
         this.lengthMs = windowSeconds * 1000L;
         this.outOfOrdernessMs = config.outOfOrderness.toMillis();
         this.kindIdleMs = config.kindIdleness.toMillis();
         this.idleMs = config.diskIdleness.toMillis();
         this.forgetAfterMs = config.diskForgottenAfter.toMillis();
         this.allowedLatenessMs = config.allowedLateness.toMillis();
-        this.accumulate = new WindowFunctions.Accumulate();
+        this.accumulate = new WindowFunctions.Accumulate(windowSeconds);
     }
 
     @Override
@@ -94,7 +92,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     @Override
     public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
         long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
-        long startMs = tsMs - Math.floorMod(tsMs, lengthMs);
+        long startMs = accumulate.windowStartMs(r);
         DiskClock c = clock();
         long nowMs = ctx.timerService().currentProcessingTime();
         c.saw(r, tsMs, nowMs, kindIdleMs);
@@ -168,7 +166,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     /** A late kernel histogram, on its own, for the latency rollups of its closed window. */
     private void amendRollups(DiskRecord r, long startMs, Collector<DiskWindow> out) {
-        DiskWindow amendment = stamped(accumulate.add(r, accumulate.createAccumulator()), startMs);
+        DiskWindow amendment = accumulate.stamped(accumulate.add(r, accumulate.createAccumulator()), startMs);
         amendment.amendsClosedWindow = true;
         out.collect(amendment);
         lateHistogramsRolledUp.inc();
@@ -190,7 +188,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             if (kept.revisionDue && startMs + lengthMs <= clockMs) {
                 kept.revisionDue = false;
                 kept.revision++;
-                DiskWindow revised = stamped(kept.copy(), startMs);
+                DiskWindow revised = accumulate.stamped(kept.copy(), startMs);
                 revised.revision = kept.revision;
                 out.collect(revised);
                 revisions.inc();
@@ -253,7 +251,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             } else if (allowedLatenessMs > 0) {
                 closedHistograms.put(startMs, new HashSet<>(w.seenHistograms));
             }
-            stamped(w, startMs);
+            accumulate.stamped(w, startMs);
             w.lastBeforeSilence = silent && startMs == due.get(due.size() - 1);
             out.collect(w);
             open.remove(startMs);
@@ -271,14 +269,6 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         for (long startMs : past) {
             closedHistograms.remove(startMs);
         }
-    }
-
-    private DiskWindow stamped(DiskWindow w, long startMs) {
-        w.startNs = startMs * 1_000_000L;
-        w.endNs = (startMs + lengthMs) * 1_000_000L;
-        w.windowSeconds = windowSeconds;
-        w.forgetWhatWasSeen();
-        return w;
     }
 
     @Override

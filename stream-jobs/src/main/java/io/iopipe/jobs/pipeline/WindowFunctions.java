@@ -12,10 +12,25 @@ public final class WindowFunctions {
     private WindowFunctions() {}
 
     /**
-     * Opens a window and adds records to it, for {@link DiskWindows}, which holds one (so it
-     * travels with the job graph) and decides which window each record belongs to.
+     * Opens a window, says which window a record belongs to, adds records to it and stamps
+     * it as it is sent, for {@link DiskWindows}, which holds one (so it travels with the job
+     * graph) and decides when each window closes.
      */
     public static final class Accumulate implements Serializable {
+        private final int windowSeconds;
+        private final long lengthMs;
+
+        public Accumulate(int windowSeconds) {
+            this.windowSeconds = windowSeconds;
+            this.lengthMs = windowSeconds * 1000L;
+        }
+
+        /** The start of the window holding a record: windows tumble from the epoch, each holding [start, start + length) of event time. */
+        public long windowStartMs(DiskRecord r) {
+            long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
+            return tsMs - Math.floorMod(tsMs, lengthMs);
+        }
+
         public DiskWindow createAccumulator() {
             return new DiskWindow();
         }
@@ -30,6 +45,15 @@ public final class WindowFunctions {
             } else if (r.event != null) {
                 addEvent(w, r.event);
             }
+            return w;
+        }
+
+        /** The window starting at `startMs` as it is sent: its span set, the identities it kept to merge resends forgotten. */
+        public DiskWindow stamped(DiskWindow w, long startMs) {
+            w.startNs = startMs * 1_000_000L;
+            w.endNs = (startMs + lengthMs) * 1_000_000L;
+            w.windowSeconds = windowSeconds;
+            w.forgetWhatWasSeen();
             return w;
         }
 
