@@ -16,7 +16,7 @@ VENV := $(IOPIPE_CACHE)/venv-$(shell sha256sum integration-tests/requirements.tx
 PYTHON := $(VENV)/bin/python
 MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
-JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main schema/records schema/topics.json schema/signing.json schema/pipeline.json -type f 2>/dev/null)
+JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main stream-jobs/src/bench schema/records schema/topics.json schema/signing.json schema/pipeline.json -type f 2>/dev/null)
 
 .PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-vector test-agent test-jobs alertmanager test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers evaluate-precision dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
