@@ -12,7 +12,6 @@ from iopipe.faultdisk import BLOCK, FaultDisk, run_fio, timed_direct_reads
 from iopipe.faultdisk.seeds import REVOLUTION_7200_RPM_US
 
 
-
 def fio_median_latency_ms(device, iodepth):
     """The median, not the mean: a loaded machine's scheduling delays lengthen a few I/Os a
     lot, and these move the mean but not the median."""

@@ -5,12 +5,9 @@ against it, stops Kafka. Results: stream-jobs/bench/RESULTS.md.
     make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R])"""
 import argparse
 import subprocess
-import sys
 
 from iopipe import stack
-from iopipe.paths import REPO
-
-JOBS = REPO / "stream-jobs"
+from iopipe.bench import JOBS, java_classpath
 
 
 def start_kafka(ports):
@@ -27,16 +24,13 @@ def main():
     parser.add_argument("--rounds", default="5")
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
     args = parser.parse_args()
-    jar = JOBS / "target/iopipe-stream-jobs.jar"
-    classpath = JOBS / "target/offline-classpath.txt"
-    if not jar.exists() or not classpath.exists():
-        sys.exit(f"{jar} is missing: run `make jobs` first")
+    classpath = java_classpath()
     ports = stack.Ports.free()
     kafka = start_kafka(ports)
     try:
         subprocess.run(["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
                         "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-                        "-cp", f"{jar}:{classpath.read_text().strip()}", "io.iopipe.jobs.bench.StreamBenchmark",
+                        "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark",
                         "--brokers", ports.brokers, "--disks", args.disks, "--seconds", args.seconds,
                         "--rounds", args.rounds, "--out", args.out,
                         "--kafka-config", str(stack.kafka_java_config(ports.brokers))], check=True)

@@ -44,12 +44,12 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from iopipe import stack
+from iopipe.bench import JOBS, java_classpath
 from iopipe.kafka_access import JOB_GROUP
 from iopipe.paths import REPO
 from iopipe.synthetic import fleet
 from iopipe.synthetic.scenarios import START_NS, time_of
 
-JOBS = REPO / "stream-jobs"
 OUT = JOBS / "bench" / "RESULTS-fleet.md"
 # Every kind of fleet.py disk in every place on a host, so hosts' disks keep distinct names.
 TEMPLATE_DISKS = math.lcm(len(fleet.kinds(random.Random(0))), fleet.DISKS_PER_HOST)
@@ -118,11 +118,10 @@ class Replay:
     """FleetReplay sending `disks` disks' records; remembers when each second was sent."""
 
     def __init__(self, brokers, templates, disks):
-        jar = JOBS / "target" / "iopipe-stream-jobs.jar"
-        classpath = (JOBS / "target" / "offline-classpath.txt").read_text().strip()
+        classpath = java_classpath()
         self.sent_ms = {}  # send_at_ms -> wall ms when all its records were handed to Kafka
         self.process = subprocess.Popen(
-            ["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}", "-cp", f"{jar}:{classpath}",
+            ["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}", "-cp", classpath,
              "io.iopipe.jobs.bench.FleetReplay", "--brokers", brokers, "--templates", str(templates),
              "--template-disks", str(TEMPLATE_DISKS), "--disks", str(disks),
              "--host-placeholder", HOST_PLACEHOLDER, "--host-prefix", HOST_PREFIX,
@@ -714,8 +713,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=SECONDS, help="seconds of agent records per size")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
-    if not (JOBS / "target" / "iopipe-stream-jobs.jar").exists():
-        sys.exit("the job jar is missing: run `make jobs` first")
+    java_classpath()  # exits naming what to build when a jar is missing
     command = "make bench-fleet" if args.disks == SIZES and args.seconds == SECONDS else \
         f"python3 -m iopipe.bench.scale --disks {args.disks} --seconds {args.seconds}"
     cluster = stack.Cluster.fresh(f"iopipe-bench-fleet-{uuid.uuid4().hex[:8]}")

@@ -23,7 +23,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * A large fleet's agent records, sent on the wall clock as the agents send them, made of a
- * few template disks' records (stream-jobs/bench/scale.py writes them from
+ * few template disks' records (iopipe/bench/scale.py writes them from
  * integration-tests/fleet.py, already on the wall clock): fleet disk i sends what template
  * disk i mod T sends, under host {@code <host-prefix><i / disks-per-host>}. So a fleet of
  * any size has the template fleet's record rates and contents, at a cost per record of a
