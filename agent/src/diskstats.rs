@@ -6,13 +6,16 @@
 //! Lines with more counters (future kernels) keep the first 17.
 
 pub use crate::lines::LineError;
+use serde::Serialize;
 
 /// Counters of one line, named as in iostats.rst. Times are milliseconds, sectors are
-/// 512-byte units regardless of the device's logical block size.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// 512-byte units regardless of the device's logical block size. Serialized as the
+/// fields of io.diskstats.v1 (record.rs), so the counters are listed here alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DiskCounters {
     pub major: u32,
     pub minor: u32,
+    #[serde(rename = "disk")]
     pub name: String,
     pub reads_completed: u64,
     pub reads_merged: u64,
@@ -26,22 +29,30 @@ pub struct DiskCounters {
     pub io_time_ms: u64,
     pub weighted_io_time_ms: u64,
     /// Present since Linux 4.18.
+    #[serde(flatten)]
     pub discards: Option<DiscardCounters>,
     /// Present since Linux 5.5.
+    #[serde(flatten)]
     pub flushes: Option<FlushCounters>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct DiscardCounters {
+    #[serde(rename = "discards_completed")]
     pub completed: u64,
+    #[serde(rename = "discards_merged")]
     pub merged: u64,
+    #[serde(rename = "sectors_discarded")]
     pub sectors: u64,
+    #[serde(rename = "discard_time_ms")]
     pub time_ms: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct FlushCounters {
+    #[serde(rename = "flushes_completed")]
     pub completed: u64,
+    #[serde(rename = "flush_time_ms")]
     pub time_ms: u64,
 }
 

@@ -11,13 +11,14 @@ pub fn disk_key(host: &str, disk: &str) -> String {
     format!("{host}/{disk}")
 }
 
+/// An io.diskstats.v1 record: the disk's name and counters as the parser read them
+/// (their field names are DiskCounters'), and what the agent knows of the disk.
 #[derive(Debug, Serialize)]
 pub struct DiskstatsRecord<'a> {
     pub schema: &'static str,
     pub host: &'a str,
-    pub disk: &'a str,
-    pub major: u32,
-    pub minor: u32,
+    #[serde(flatten)]
+    pub counters: &'a DiskCounters,
     pub ts_ns: u64,
     pub rotational: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -28,72 +29,30 @@ pub struct DiskstatsRecord<'a> {
     pub rpm: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<&'a BTreeMap<String, String>>,
-    pub reads_completed: u64,
-    pub reads_merged: u64,
-    pub sectors_read: u64,
-    pub read_time_ms: u64,
-    pub writes_completed: u64,
-    pub writes_merged: u64,
-    pub sectors_written: u64,
-    pub write_time_ms: u64,
-    pub in_flight: u64,
-    pub io_time_ms: u64,
-    pub weighted_io_time_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub discards_completed: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub discards_merged: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sectors_discarded: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub discard_time_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flushes_completed: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flush_time_ms: Option<u64>,
     /// Counted by `convert` from a capture of every I/O, not read from /proc/diskstats.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub derived_from_events: Option<bool>,
 }
 
 impl<'a> DiskstatsRecord<'a> {
-    pub fn new(host: &'a str, ts_ns: u64, rotational: bool, c: &'a DiskCounters) -> Self {
+    pub fn new(host: &'a str, ts_ns: u64, rotational: bool, counters: &'a DiskCounters) -> Self {
         DiskstatsRecord {
             schema: DISKSTATS_SCHEMA,
             host,
-            disk: &c.name,
-            major: c.major,
-            minor: c.minor,
+            counters,
             ts_ns,
             rotational,
             model: None,
             serial: None,
             rpm: None,
             labels: None,
-            reads_completed: c.reads_completed,
-            reads_merged: c.reads_merged,
-            sectors_read: c.sectors_read,
-            read_time_ms: c.read_time_ms,
-            writes_completed: c.writes_completed,
-            writes_merged: c.writes_merged,
-            sectors_written: c.sectors_written,
-            write_time_ms: c.write_time_ms,
-            in_flight: c.in_flight,
-            io_time_ms: c.io_time_ms,
-            weighted_io_time_ms: c.weighted_io_time_ms,
-            discards_completed: c.discards.map(|d| d.completed),
-            discards_merged: c.discards.map(|d| d.merged),
-            sectors_discarded: c.discards.map(|d| d.sectors),
-            discard_time_ms: c.discards.map(|d| d.time_ms),
-            flushes_completed: c.flushes.map(|f| f.completed),
-            flush_time_ms: c.flushes.map(|f| f.time_ms),
             derived_from_events: None,
         }
     }
 
     /// Kafka key: one disk always lands in one partition.
     pub fn key(&self) -> String {
-        disk_key(self.host, self.disk)
+        disk_key(self.host, &self.counters.name)
     }
 }
 
