@@ -30,13 +30,14 @@
 #define KERNEL_REQ_OP_FLUSH 2
 #define KERNEL_REQ_OP_DISCARD 3
 
-/* Set by the agent before loading. */
-const volatile u64 ceiling_ns = 1000000000ULL; /* total latency above this is always an outlier */
-const volatile u32 uniform_every = 1000;       /* 1/N of the other I/Os are sampled */
-const volatile u64 budget_per_second = 1000;   /* events per disk per second */
-const volatile u64 recorder_ns = 5000000000ULL; /* how long a flight recording lasts */
-const volatile u64 cluster_outliers = 8;       /* outliers of a disk in one second that start one, at least */
-const volatile u64 quiet_ios = 20;             /* a disk with fewer completions in the last second has all its I/Os recorded */
+/* Set by the agent before loading, from its options and their defaults (`iopipe-agent run
+ * --help`): the object holds no values of its own, so there is one default for each. */
+const volatile u64 ceiling_ns = 0;        /* total latency above this is always an outlier */
+const volatile u32 uniform_every = 0;     /* 1/N of the other I/Os are sampled */
+const volatile u64 budget_per_second = 0; /* events per disk per second */
+const volatile u64 recorder_ns = 0;       /* how long a flight recording lasts */
+const volatile u64 cluster_outliers = 0;  /* outliers of a disk in one second that start one, at least */
+const volatile u64 quiet_ios = 0;         /* a disk with fewer completions in the last second has all its I/Os recorded */
 
 /* Never written: makes struct event part of the object's BTF, so the agent's skeleton
  * has its type (a ring buffer map names no value type). */
