@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iopipe.host_signing import FleetSigner, host_key, read_key
+from iopipe.paths import SCHEMA
 
 ADMIN = "iopipe-admin"  # a super user: tests and operators
 JOB = "iopipe-job"
@@ -311,8 +312,9 @@ class KafkaAdmin:
                               capture_output=True, text=True, check=True).stdout
 
 
-JOB_GROUP = "iopipe-stream-jobs"  # LiveJob's --group-id default, and the prefix of any other
-CLICKHOUSE_GROUP = "iopipe-clickhouse"  # iopipe.migrate's kafka_group, the prefix of every Kafka table's
+CONSUMER_GROUPS = json.loads((SCHEMA / "topics.json").read_text())["consumer_groups"]
+JOB_GROUP = CONSUMER_GROUPS["stream-jobs"]  # LiveJob's --group-id default, and the prefix of any other
+CLICKHOUSE_GROUP = CONSUMER_GROUPS["clickhouse"]  # the prefix of every ClickHouse Kafka table's group
 
 
 def topics_of(topics, producer):

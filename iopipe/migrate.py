@@ -52,6 +52,8 @@ from iopipe.paths import SCHEMA
 
 MIGRATIONS_DIR = SCHEMA / "clickhouse" / "migrations"
 FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$")
+# The prefix of every Kafka table's consumer group, which ClickHouse's Kafka ACLs allow.
+KAFKA_GROUP = json.loads((SCHEMA / "topics.json").read_text())["consumer_groups"]["clickhouse"]
 PLACEHOLDER = re.compile(r"\{(db|kafka_brokers|kafka_group)\}")
 REQUIRES = re.compile(r"^-- requires: ClickHouse >= (\d+)\.(\d+)(.*)$")
 STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
@@ -188,7 +190,7 @@ def server_version(client):
 
 
 class Migrator:
-    def __init__(self, client, db="iopipe", kafka_brokers="127.0.0.1:9092", kafka_group="iopipe-clickhouse", log=print,
+    def __init__(self, client, db="iopipe", kafka_brokers="127.0.0.1:9092", kafka_group=KAFKA_GROUP, log=print,
                  cluster=None):
         """`cluster`: the name of the replicated cluster this server is a replica of, or None."""
         self.client = client

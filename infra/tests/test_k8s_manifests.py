@@ -638,17 +638,14 @@ def test_the_job_reads_the_agents_records_and_writes_the_rest_and_the_dead_lette
     assert topics_allowed(found, "Read", "Describe") == topics_by_producer("agent")
     assert topics_allowed(found, "Write", "Describe") == topics_by_producer("stream-jobs", "any") | ACCEPTED
     assert all(ops <= {"Read", "Write", "Describe"} and not {"Read", "Write"} <= ops for ops in found.values())
-    live_job = (REPO / "stream-jobs/src/main/java/io/iopipe/jobs/LiveJob.java").read_text()
-    group_id = re.search(r'args\.get\("group-id", "([\w-]+)"\)', live_job).group(1)
-    assert group_prefixes(found) == {group_id}
+    assert group_prefixes(found) == {TOPICS_JSON["consumer_groups"]["stream-jobs"]}  # LiveJob's --group-id default
 
 
 def test_clickhouse_reads_what_it_stores_and_writes_nothing():
     found = acls(kafka_user("iopipe-clickhouse"))
     assert topics_allowed(found, "Read", "Describe") == topics_by_producer("stream-jobs") | ACCEPTED
     assert all(ops <= {"Read", "Describe"} for ops in found.values())
-    migrate = (REPO / "iopipe/migrate.py").read_text()
-    assert group_prefixes(found) == {re.search(r'kafka_group="([\w-]+)"', migrate).group(1)}
+    assert group_prefixes(found) == {TOPICS_JSON["consumer_groups"]["clickhouse"]}  # its Kafka tables' groups' prefix
 
 
 def test_each_nodes_agent_writes_its_records_and_the_dead_letters_and_reads_nothing():

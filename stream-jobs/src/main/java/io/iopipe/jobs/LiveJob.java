@@ -9,6 +9,7 @@ import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
+import io.iopipe.jobs.records.Topics;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -19,7 +20,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
  * The live job: agent topics in Kafka → the pipeline → output topics.
- * Options: --brokers host:port (default 127.0.0.1:9092), --group-id (default iopipe-stream-jobs),
+ * Options: --brokers host:port (default 127.0.0.1:9092), --group-id (default schema/topics.json's stream-jobs group),
  * --kafka-config PATH (default none: plaintext): a Java Kafka client properties file of how
  * to connect ({@link KafkaClientConfig}: security.protocol, sasl.*, ssl.*), read where the job
  * is submitted; its settings travel in the job graph, so the files they name
@@ -47,7 +48,7 @@ public final class LiveJob {
         Args args = new Args(argv);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         build(env, args.get("brokers", "127.0.0.1:9092"), KafkaClientConfig.of(args),
-                args.get("group-id", "iopipe-stream-jobs"), config(args));
+                args.get("group-id", Topics.consumerGroup("stream-jobs")), config(args));
         env.execute("iopipe live");
     }
 

@@ -44,6 +44,15 @@ public final class Topics {
         return topic;
     }
 
+    /** The group id `consumer` reads as, the prefix its ACLs allow (schema/topics.json). */
+    public static String consumerGroup(String consumer) {
+        JsonNode group = TOPICS_JSON.get("consumer_groups").get(consumer);
+        if (group == null) {
+            throw new IllegalArgumentException("schema/topics.json has no consumer group for " + consumer);
+        }
+        return group.asText();
+    }
+
     private static Map<String, String> byRecord(String list) {
         Map<String, String> byRecord = new LinkedHashMap<>();
         for (JsonNode topic : TOPICS_JSON.get(list)) {
