@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from iopipe.faultdisk import FaultDisk, run_fio, total_ios, write_burst
+from iopipe.synthetic.scenarios import REVOLUTION_7200_MS
 
 FAULT = "fault"
 DISK_MIB = 256
-REVOLUTION_7200_RPM_US = round(60_000_000 / 7200)  # one turn of a 7200 rpm platter: a missed sector waits it out
+REVOLUTION_7200_RPM_US = round(REVOLUTION_7200_MS * 1000)  # a missed sector waits a whole turn of the platter
 DD_BLOCK = 128 * 1024
 
 

@@ -51,14 +51,14 @@ final class FleetRecords {
                 long readUs = emitHists(s, "R", reads, kind.readMeanUs, endNs, random, sink);
                 long writeUs = emitHists(s, "W", writes, kind.writeMeanUs, endNs, random, sink);
                 s.tsNs = endNs;
-                s.readsCompleted += reads;
-                s.sectorsRead += reads * 8;
-                s.readTimeMs += readUs / 1000;
-                s.writesCompleted += writes;
-                s.sectorsWritten += writes * 8;
-                s.writeTimeMs += writeUs / 1000;
-                s.ioTimeMs += Math.min(1000, (readUs + writeUs) / 1000);
-                s.weightedIoTimeMs += (readUs + writeUs) / 1000;
+                s.counters.readsCompleted += reads;
+                s.counters.sectorsRead += reads * 8;
+                s.counters.readTimeMs += readUs / 1000;
+                s.counters.writesCompleted += writes;
+                s.counters.sectorsWritten += writes * 8;
+                s.counters.writeTimeMs += writeUs / 1000;
+                s.counters.ioTimeMs += Math.min(1000, (readUs + writeUs) / 1000);
+                s.counters.weightedIoTimeMs += (readUs + writeUs) / 1000;
                 sink.accept(s.key(), s.toJson());
             }
         }

@@ -281,7 +281,7 @@ public final class BimodalRetries {
             return false;
         }
         boolean bursty = w.queueSize() - utilisation > BURSTY_QUEUE_FACTOR * utilisation * utilisation / (1 - utilisation);
-        double waitingUs = w.deviceAllOps().sumUs - w.iostat.ioTimeMs * 1000.0;
+        double waitingUs = w.deviceAllOps().sumUs - w.iostat.counters.ioTimeMs * 1000.0;
         return bursty && waitingUs >= shape.leastTotalUs(slower) - slower.weight() * main.medianUs();
     }
 

@@ -77,14 +77,14 @@ public class DiskWindow {
     }
 
     public long iostatCompleted() {
-        return iostat.readsCompleted + iostat.writesCompleted + iostat.discardsCompleted;
+        return iostat.counters.readsCompleted + iostat.counters.writesCompleted + iostat.counters.discardsCompleted;
     }
 
     /** The window's throughput and mean I/O latency, as its iostat line gives them: what peers are compared on. */
     public WindowSample throughputAndLatency() {
         double seconds = iostat.intervalNs / (NS_PER_MS * MS_PER_S);
-        long sectors = iostat.sectorsRead + iostat.sectorsWritten + iostat.sectorsDiscarded;
-        long timeMs = iostat.readTimeMs + iostat.writeTimeMs + iostat.discardTimeMs;
+        long sectors = iostat.counters.sectorsRead + iostat.counters.sectorsWritten + iostat.counters.sectorsDiscarded;
+        long timeMs = iostat.counters.readTimeMs + iostat.counters.writeTimeMs + iostat.counters.discardTimeMs;
         long completed = iostatCompleted();
         WindowSample s = new WindowSample(host, disk, startNs, endNs, sectors / SECTORS_PER_KIB / seconds,
                 completed == 0 ? 0 : (double) timeMs / completed);
@@ -100,7 +100,7 @@ public class DiskWindow {
      * reads were sampled.
      */
     public java.util.Optional<ShallowReads> shallowReads() {
-        if (!hasIostat() || iostat.rotational || !ModelPeers.comparable(iostat.model) || iostat.writeTimeMs > iostat.readTimeMs) {
+        if (!hasIostat() || iostat.rotational || !ModelPeers.comparable(iostat.model) || iostat.counters.writeTimeMs > iostat.counters.readTimeMs) {
             return java.util.Optional.empty();
         }
         List<IoEvent> small = events.stream().filter(e -> e.op.equals("R") && e.error == 0 && e.inflight > 0
@@ -114,23 +114,23 @@ public class DiskWindow {
 
     /** aqu-sz: mean requests in flight over the window. */
     public double queueSize() {
-        return iostat.weightedIoTimeMs / (iostat.intervalNs / NS_PER_MS);
+        return iostat.counters.weightedIoTimeMs / (iostat.intervalNs / NS_PER_MS);
     }
 
     public double utilFraction() {
-        return Math.min(1.0, iostat.ioTimeMs / (iostat.intervalNs / NS_PER_MS));
+        return Math.min(1.0, iostat.counters.ioTimeMs / (iostat.intervalNs / NS_PER_MS));
     }
 
     /** svctm: busy time per completed I/O. The mean service time of a disk that serves one I/O at a time. */
     public double serviceMs() {
         long completed = iostatCompleted();
-        return completed == 0 ? 0 : (double) iostat.ioTimeMs / completed;
+        return completed == 0 ? 0 : (double) iostat.counters.ioTimeMs / completed;
     }
 
     /** await of every op together: time from submission to completion per I/O. */
     public double awaitMs() {
         long completed = iostatCompleted();
-        long timeMs = iostat.readTimeMs + iostat.writeTimeMs + iostat.discardTimeMs;
+        long timeMs = iostat.counters.readTimeMs + iostat.counters.writeTimeMs + iostat.counters.discardTimeMs;
         return completed == 0 ? 0 : (double) timeMs / completed;
     }
 
@@ -141,7 +141,7 @@ public class DiskWindow {
     /** Mean bytes per completed I/O from diskstats (512-byte sectors). */
     public double bytesPerIo() {
         long completed = iostatCompleted();
-        long sectors = iostat.sectorsRead + iostat.sectorsWritten + iostat.sectorsDiscarded;
+        long sectors = iostat.counters.sectorsRead + iostat.counters.sectorsWritten + iostat.counters.sectorsDiscarded;
         return completed == 0 ? 0 : sectors * 512.0 / completed;
     }
 
@@ -270,7 +270,7 @@ public class DiskWindow {
      * diskstats say nothing of busy time, {@link #depth()}.
      */
     public double busyDepth() {
-        return hasIostat() && iostat.ioTimeMs > 0 ? (double) iostat.weightedIoTimeMs / iostat.ioTimeMs : depth();
+        return hasIostat() && iostat.counters.ioTimeMs > 0 ? (double) iostat.counters.weightedIoTimeMs / iostat.counters.ioTimeMs : depth();
     }
 
     public void sortEvents() {

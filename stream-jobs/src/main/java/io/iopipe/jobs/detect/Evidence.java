@@ -47,10 +47,10 @@ final class Evidence {
     static ObjectNode iostatLine(DiskWindow w) {
         double seconds = w.iostat.intervalNs / 1e9;
         ObjectNode line = Json.object();
-        line.put("r_per_s", round(w.iostat.readsCompleted / seconds));
-        line.put("w_per_s", round(w.iostat.writesCompleted / seconds));
-        line.put("r_await_ms", round(IostatWindow.await(w.iostat.readTimeMs, w.iostat.readsCompleted)));
-        line.put("w_await_ms", round(IostatWindow.await(w.iostat.writeTimeMs, w.iostat.writesCompleted)));
+        line.put("r_per_s", round(w.iostat.counters.readsCompleted / seconds));
+        line.put("w_per_s", round(w.iostat.counters.writesCompleted / seconds));
+        line.put("r_await_ms", round(IostatWindow.await(w.iostat.counters.readTimeMs, w.iostat.counters.readsCompleted)));
+        line.put("w_await_ms", round(IostatWindow.await(w.iostat.counters.writeTimeMs, w.iostat.counters.writesCompleted)));
         line.put("req_kib", round(w.bytesPerIo() / 1024));
         line.put("aqu_sz", round(w.queueSize()));
         line.put("svctm_ms", round(w.serviceMs()));

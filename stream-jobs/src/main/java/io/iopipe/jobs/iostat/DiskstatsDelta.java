@@ -1,6 +1,6 @@
 package io.iopipe.jobs.iostat;
 
-import io.iopipe.jobs.records.DiskstatsFields;
+import io.iopipe.jobs.records.DiskstatsCounters;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.OutputRecord;
 
@@ -10,10 +10,6 @@ import io.iopipe.jobs.records.OutputRecord;
  * window of deltas gives exactly what iostat prints for the same two snapshots.
  */
 public class DiskstatsDelta {
-    private static final DiskstatsFields.Counters<DiskstatsSample> SAMPLED =
-            DiskstatsFields.of(DiskstatsSample.class, DiskstatsFields.CUMULATIVE);
-    static final DiskstatsFields.Counters<DiskstatsDelta> COUNTERS = DiskstatsFields.of(DiskstatsDelta.class, DiskstatsFields.CUMULATIVE);
-
     public String host;
     public String disk;
     public boolean rotational;
@@ -21,22 +17,8 @@ public class DiskstatsDelta {
     public long rpm;
     public long startNs;
     public long endNs;
-    public long readsCompleted;
-    public long readsMerged;
-    public long sectorsRead;
-    public long readTimeMs;
-    public long writesCompleted;
-    public long writesMerged;
-    public long sectorsWritten;
-    public long writeTimeMs;
-    public long ioTimeMs;
-    public long weightedIoTimeMs;
-    public long discardsCompleted;
-    public long discardsMerged;
-    public long sectorsDiscarded;
-    public long discardTimeMs;
-    public long flushesCompleted;
-    public long flushTimeMs;
+    /** What each counter that only grows counted over the interval. */
+    public DiskstatsCounters counters = new DiskstatsCounters();
 
     public String key() {
         return OutputRecord.diskKey(host, disk);
@@ -54,16 +36,7 @@ public class DiskstatsDelta {
         }
         // 64-bit kernel counters only go down when the device was re-created or the
         // host rebooted: that interval's I/O is unknowable, so it starts a new baseline.
-        return anyDecreased(prev, curr) ? Outcome.COUNTER_RESET : Outcome.DELTA;
-    }
-
-    private static boolean anyDecreased(DiskstatsSample prev, DiskstatsSample curr) {
-        for (int i = 0; i < SAMPLED.size(); i++) {
-            if (SAMPLED.get(curr, i) < SAMPLED.get(prev, i)) {
-                return true;
-            }
-        }
-        return false;
+        return curr.counters.anyBelow(prev.counters) ? Outcome.COUNTER_RESET : Outcome.DELTA;
     }
 
     /**
@@ -71,15 +44,7 @@ public class DiskstatsDelta {
      * first window (whose I/Os the detectors judge) knows whether it rotates.
      */
     public static DiskstatsDelta classOf(DiskstatsSample first) {
-        DiskstatsDelta d = new DiskstatsDelta();
-        d.host = first.host;
-        d.disk = first.disk;
-        d.rotational = first.rotational;
-        d.model = first.model;
-        d.rpm = first.rpm;
-        d.startNs = first.tsNs;
-        d.endNs = first.tsNs;
-        return d;
+        return over(first.tsNs, first);
     }
 
     /** Whether this says only the disk's class ({@link #classOf}), spanning no time. */
@@ -89,17 +54,21 @@ public class DiskstatsDelta {
 
     /** The delta from `prev` to `curr`; only meaningful when classify() said DELTA. */
     public static DiskstatsDelta between(DiskstatsSample prev, DiskstatsSample curr) {
+        DiskstatsDelta d = over(prev.tsNs, curr);
+        d.counters = curr.counters.since(prev.counters);
+        return d;
+    }
+
+    /** The disk `end` names, as it says it is, over (startNs, end's time]; nothing counted yet. */
+    private static DiskstatsDelta over(long startNs, DiskstatsSample end) {
         DiskstatsDelta d = new DiskstatsDelta();
-        d.host = curr.host;
-        d.disk = curr.disk;
-        d.rotational = curr.rotational;
-        d.model = curr.model;
-        d.rpm = curr.rpm;
-        d.startNs = prev.tsNs;
-        d.endNs = curr.tsNs;
-        for (int i = 0; i < COUNTERS.size(); i++) {
-            COUNTERS.set(d, i, SAMPLED.get(curr, i) - SAMPLED.get(prev, i));
-        }
+        d.host = end.host;
+        d.disk = end.disk;
+        d.rotational = end.rotational;
+        d.model = end.model;
+        d.rpm = end.rpm;
+        d.startNs = startNs;
+        d.endNs = end.tsNs;
         return d;
     }
 }

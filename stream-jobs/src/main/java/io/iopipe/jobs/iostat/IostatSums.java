@@ -1,11 +1,9 @@
 package io.iopipe.jobs.iostat;
 
-import io.iopipe.jobs.records.DiskstatsFields;
+import io.iopipe.jobs.records.DiskstatsCounters;
 
 /** The sum of a window's deltas of one disk: the accumulator of the iostat window. */
 public class IostatSums {
-    private static final DiskstatsFields.Counters<IostatSums> SUMMED = DiskstatsFields.of(IostatSums.class, DiskstatsFields.CUMULATIVE);
-
     public String host;
     public String disk;
     public boolean rotational;
@@ -17,22 +15,8 @@ public class IostatSums {
     public boolean classKnown;
     public int samples;
     public long intervalNs;
-    public long readsCompleted;
-    public long readsMerged;
-    public long sectorsRead;
-    public long readTimeMs;
-    public long writesCompleted;
-    public long writesMerged;
-    public long sectorsWritten;
-    public long writeTimeMs;
-    public long ioTimeMs;
-    public long weightedIoTimeMs;
-    public long discardsCompleted;
-    public long discardsMerged;
-    public long sectorsDiscarded;
-    public long discardTimeMs;
-    public long flushesCompleted;
-    public long flushTimeMs;
+    /** What each counter that only grows counted over the window's intervals. */
+    public DiskstatsCounters counters = new DiskstatsCounters();
 
     public IostatSums add(DiskstatsDelta d) {
         host = d.host;
@@ -46,9 +30,7 @@ public class IostatSums {
         }
         samples += 1;
         intervalNs += d.endNs - d.startNs;
-        for (int i = 0; i < SUMMED.size(); i++) {
-            SUMMED.set(this, i, SUMMED.get(this, i) + DiskstatsDelta.COUNTERS.get(d, i));
-        }
+        counters.add(d.counters);
         return this;
     }
 
@@ -70,9 +52,7 @@ public class IostatSums {
         rpm = o.rpm;
         samples += o.samples;
         intervalNs += o.intervalNs;
-        for (int i = 0; i < SUMMED.size(); i++) {
-            SUMMED.set(this, i, SUMMED.get(this, i) + SUMMED.get(o, i));
-        }
+        counters.add(o.counters);
         return this;
     }
 }

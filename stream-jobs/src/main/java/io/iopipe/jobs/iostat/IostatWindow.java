@@ -1,6 +1,7 @@
 package io.iopipe.jobs.iostat;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iopipe.jobs.records.DiskstatsCounters;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 
@@ -36,39 +37,40 @@ public final class IostatWindow {
         w.put("interval_s", seconds);
         w.put("samples", s.samples);
         w.put("rotational", s.rotational);
-        w.put("reads_completed", s.readsCompleted);
-        w.put("writes_completed", s.writesCompleted);
-        w.put("discards_completed", s.discardsCompleted);
-        w.put("flushes_completed", s.flushesCompleted);
+        DiskstatsCounters c = s.counters;
+        w.put("reads_completed", c.readsCompleted);
+        w.put("writes_completed", c.writesCompleted);
+        w.put("discards_completed", c.discardsCompleted);
+        w.put("flushes_completed", c.flushesCompleted);
 
-        w.put("reads_per_s", s.readsCompleted / seconds);
-        w.put("read_kib_per_s", s.sectorsRead / SECTORS_PER_KIB / seconds);
-        w.put("read_merges_per_s", s.readsMerged / seconds);
-        w.put("read_merges_pct", mergedPct(s.readsMerged, s.readsCompleted));
-        w.put("read_await_ms", await(s.readTimeMs, s.readsCompleted));
-        w.put("read_req_kib", requestKib(s.sectorsRead, s.readsCompleted));
+        w.put("reads_per_s", c.readsCompleted / seconds);
+        w.put("read_kib_per_s", c.sectorsRead / SECTORS_PER_KIB / seconds);
+        w.put("read_merges_per_s", c.readsMerged / seconds);
+        w.put("read_merges_pct", mergedPct(c.readsMerged, c.readsCompleted));
+        w.put("read_await_ms", await(c.readTimeMs, c.readsCompleted));
+        w.put("read_req_kib", requestKib(c.sectorsRead, c.readsCompleted));
 
-        w.put("writes_per_s", s.writesCompleted / seconds);
-        w.put("write_kib_per_s", s.sectorsWritten / SECTORS_PER_KIB / seconds);
-        w.put("write_merges_per_s", s.writesMerged / seconds);
-        w.put("write_merges_pct", mergedPct(s.writesMerged, s.writesCompleted));
-        w.put("write_await_ms", await(s.writeTimeMs, s.writesCompleted));
-        w.put("write_req_kib", requestKib(s.sectorsWritten, s.writesCompleted));
+        w.put("writes_per_s", c.writesCompleted / seconds);
+        w.put("write_kib_per_s", c.sectorsWritten / SECTORS_PER_KIB / seconds);
+        w.put("write_merges_per_s", c.writesMerged / seconds);
+        w.put("write_merges_pct", mergedPct(c.writesMerged, c.writesCompleted));
+        w.put("write_await_ms", await(c.writeTimeMs, c.writesCompleted));
+        w.put("write_req_kib", requestKib(c.sectorsWritten, c.writesCompleted));
 
-        w.put("discards_per_s", s.discardsCompleted / seconds);
-        w.put("discard_kib_per_s", s.sectorsDiscarded / SECTORS_PER_KIB / seconds);
-        w.put("discard_merges_per_s", s.discardsMerged / seconds);
-        w.put("discard_merges_pct", mergedPct(s.discardsMerged, s.discardsCompleted));
-        w.put("discard_await_ms", await(s.discardTimeMs, s.discardsCompleted));
-        w.put("discard_req_kib", requestKib(s.sectorsDiscarded, s.discardsCompleted));
+        w.put("discards_per_s", c.discardsCompleted / seconds);
+        w.put("discard_kib_per_s", c.sectorsDiscarded / SECTORS_PER_KIB / seconds);
+        w.put("discard_merges_per_s", c.discardsMerged / seconds);
+        w.put("discard_merges_pct", mergedPct(c.discardsMerged, c.discardsCompleted));
+        w.put("discard_await_ms", await(c.discardTimeMs, c.discardsCompleted));
+        w.put("discard_req_kib", requestKib(c.sectorsDiscarded, c.discardsCompleted));
 
-        w.put("flushes_per_s", s.flushesCompleted / seconds);
-        w.put("flush_await_ms", await(s.flushTimeMs, s.flushesCompleted));
+        w.put("flushes_per_s", c.flushesCompleted / seconds);
+        w.put("flush_await_ms", await(c.flushTimeMs, c.flushesCompleted));
 
         // aqu-sz: weighted_io_time is the integral of queue depth over time in ms.
-        w.put("queue_size", s.weightedIoTimeMs / seconds / MS_PER_S);
+        w.put("queue_size", c.weightedIoTimeMs / seconds / MS_PER_S);
         // %util: share of the interval with at least one I/O in flight.
-        w.put("util_pct", s.ioTimeMs / seconds / MS_PER_S * 100.0);
+        w.put("util_pct", c.ioTimeMs / seconds / MS_PER_S * 100.0);
         return w;
     }
 

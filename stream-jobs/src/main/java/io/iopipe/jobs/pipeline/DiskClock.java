@@ -74,7 +74,7 @@ public class DiskClock {
     }
 
     private static boolean completedIo(DiskstatsDelta d) {
-        return d.readsCompleted + d.writesCompleted + d.discardsCompleted > 0;
+        return d.counters.readsCompleted + d.counters.writesCompleted + d.counters.discardsCompleted > 0;
     }
 
     /** Whether the disk's other records prove diskstats it has not sent yet (see the class). */

@@ -8,7 +8,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  */
 public class DiskstatsSample {
     public static final String SCHEMA = "io.diskstats.v1";
-    static final DiskstatsFields.Counters<DiskstatsSample> COUNTERS = DiskstatsFields.of(DiskstatsSample.class, DiskstatsFields.COUNTERS);
 
     public String source;
     public String host;
@@ -19,23 +18,7 @@ public class DiskstatsSample {
     public String model;
     /** A rotational disk's rotation rate, where it tells; 0 otherwise. */
     public long rpm;
-    public long readsCompleted;
-    public long readsMerged;
-    public long sectorsRead;
-    public long readTimeMs;
-    public long writesCompleted;
-    public long writesMerged;
-    public long sectorsWritten;
-    public long writeTimeMs;
-    public long inFlight;
-    public long ioTimeMs;
-    public long weightedIoTimeMs;
-    public long discardsCompleted;
-    public long discardsMerged;
-    public long sectorsDiscarded;
-    public long discardTimeMs;
-    public long flushesCompleted;
-    public long flushTimeMs;
+    public DiskstatsCounters counters = new DiskstatsCounters();
 
     public String key() {
         return OutputRecord.diskKey(host, disk);
@@ -55,8 +38,8 @@ public class DiskstatsSample {
         if (rpm > 0) {
             n.put("rpm", rpm);
         }
-        for (int i = 0; i < COUNTERS.size(); i++) {
-            n.put(COUNTERS.name(i), COUNTERS.get(this, i));
+        for (int i = 0; i < DiskstatsCounters.ALL.size(); i++) {
+            n.put(DiskstatsCounters.ALL.name(i), DiskstatsCounters.ALL.get(counters, i));
         }
         return Json.write(n);
     }

@@ -68,10 +68,10 @@ public final class RecordDecoder {
 
     /** Every counter, in the kernel's order; one an older kernel lacks is 0. */
     private static void readCounters(JsonNode n, DiskstatsSample s) throws DecodeException {
-        DiskstatsFields.Counters<DiskstatsSample> counters = DiskstatsSample.COUNTERS;
+        DiskstatsFields.Counters<DiskstatsCounters> counters = DiskstatsCounters.ALL;
         for (int i = 0; i < counters.size(); i++) {
             String counter = counters.name(i);
-            counters.set(s, i, DiskstatsFields.required(counter) ? Json.counter(n, counter) : Json.optionalCounter(n, counter));
+            counters.set(s.counters, i, DiskstatsFields.required(counter) ? Json.counter(n, counter) : Json.optionalCounter(n, counter));
         }
     }
 

@@ -157,7 +157,7 @@ class DetectorsTest {
         mixed[Log2Histogram.bucketOf(10_000)] = 85;
         DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
         assertTrue(verdicts(w, new DiskHistory()).contains("bimodal_retries warning"));
-        w.iostat.weightedIoTimeMs = 16 * w.iostat.intervalNs / 1_000_000;
+        w.iostat.counters.weightedIoTimeMs = 16 * w.iostat.intervalNs / 1_000_000;
         assertEquals(16, w.depth(), 1e-9);
         assertEquals(List.of(), verdicts(w, new DiskHistory()));
     }
@@ -173,7 +173,7 @@ class DetectorsTest {
         mixed[Log2Histogram.bucketOf(3_000)] = 50;
         DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
         assertTrue(verdicts(w, new DiskHistory()).contains("bimodal_retries warning"));
-        w.iostat.ioTimeMs = 10 * (50 * 3 + 3 * 10);
+        w.iostat.counters.ioTimeMs = 10 * (50 * 3 + 3 * 10);
         assertEquals(List.of(), verdicts(w, new DiskHistory()));
         // A disk's first window: its class known from its first sample, no interval of
         // diskstats yet to weigh the device times against, so waiting is not ruled out.
@@ -192,9 +192,9 @@ class DetectorsTest {
         long[] mixed = buckets(Log2Histogram.bucketOf(10_000), 30);
         mixed[Log2Histogram.bucketOf(3_000)] = 300;
         DiskWindow w = windowOfIntervals(java.util.Collections.nCopies(10, mixed));
-        w.iostat.ioTimeMs = 9_700;
-        w.iostat.weightedIoTimeMs = 16_400;
-        long waitingUs = w.deviceAllOps().sumUs - w.iostat.ioTimeMs * 1000L;
+        w.iostat.counters.ioTimeMs = 9_700;
+        w.iostat.counters.weightedIoTimeMs = 16_400;
+        long waitingUs = w.deviceAllOps().sumUs - w.iostat.counters.ioTimeMs * 1000L;
         assertTrue(waitingUs > 10 * 30 * (8_192 - 2_896), "the device queue held time enough for the slower mode: " + waitingUs);
         List<String> found = verdicts(w, new DiskHistory());
         assertTrue(found.contains("bimodal_retries warning"), found.toString());
@@ -248,8 +248,8 @@ class DetectorsTest {
             reads.addDeviceInterval(b, count, sumUs, maxUs);
             busyUs += sumUs;
         }
-        w.iostat.ioTimeMs = busyUs / 1000;
-        w.iostat.weightedIoTimeMs = busyUs / 1000;
+        w.iostat.counters.ioTimeMs = busyUs / 1000;
+        w.iostat.counters.weightedIoTimeMs = busyUs / 1000;
         return w;
     }
 
@@ -380,11 +380,11 @@ class DetectorsTest {
             disk.submit("W", 8192, BURST_START_NS + i * 100_000L, 19);
         }
         DiskWindow w = disk.window();
-        w.iostat.writesCompleted = 0;
-        w.iostat.writeTimeMs = 0;
-        w.iostat.weightedIoTimeMs = 0;
-        w.iostat.ioTimeMs = 0;
-        w.iostat.sectorsWritten = 0;
+        w.iostat.counters.writesCompleted = 0;
+        w.iostat.counters.writeTimeMs = 0;
+        w.iostat.counters.weightedIoTimeMs = 0;
+        w.iostat.counters.ioTimeMs = 0;
+        w.iostat.counters.sectorsWritten = 0;
         assertTrue(w.deviceAllOps().quantileUs(0.5) > FailingDisk.ROTATIONAL_CEILING_MS * 1000);
         List<String> found = verdicts(w, new DiskHistory());
         assertTrue(found.stream().noneMatch(v -> v.startsWith("failing_disk")), found.toString());
@@ -483,11 +483,11 @@ class DetectorsTest {
                     w.events.add(e);
                 }
             }
-            w.iostat.readsCompleted += ios;
-            w.iostat.sectorsRead += ios * 8;
-            w.iostat.readTimeMs += Math.round(ios * latencyMs);
-            w.iostat.weightedIoTimeMs += depth * 1000L;
-            w.iostat.ioTimeMs += 1000;
+            w.iostat.counters.readsCompleted += ios;
+            w.iostat.counters.sectorsRead += ios * 8;
+            w.iostat.counters.readTimeMs += Math.round(ios * latencyMs);
+            w.iostat.counters.weightedIoTimeMs += depth * 1000L;
+            w.iostat.counters.ioTimeMs += 1000;
         }
         return w;
     }
@@ -500,11 +500,11 @@ class DetectorsTest {
         for (int i = 0; i < 2000; i++) {
             op.device.add((long) (latencyMs * 1000 * uniform(0.9, 1.1)), ios / 2000);
         }
-        w.iostat.readsCompleted = op.device.count;
-        w.iostat.sectorsRead = op.device.count * 8;
-        w.iostat.readTimeMs = op.device.sumUs / 1000;
-        w.iostat.ioTimeMs = 10_000;
-        w.iostat.weightedIoTimeMs = (long) depth * 10_000;
+        w.iostat.counters.readsCompleted = op.device.count;
+        w.iostat.counters.sectorsRead = op.device.count * 8;
+        w.iostat.counters.readTimeMs = op.device.sumUs / 1000;
+        w.iostat.counters.ioTimeMs = 10_000;
+        w.iostat.counters.weightedIoTimeMs = (long) depth * 10_000;
         return w;
     }
 

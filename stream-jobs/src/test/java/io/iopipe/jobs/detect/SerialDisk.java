@@ -157,27 +157,27 @@ final class SerialDisk {
         long writeNs = 0;
         for (IoEvent e : ios) {
             if (e.completeNs > atNs) {
-                s.inFlight += e.issueNs <= atNs ? 1 : 0;
+                s.counters.inFlight += e.issueNs <= atNs ? 1 : 0;
                 continue;
             }
             switch (e.op) {
                 case "R" -> {
-                    s.readsCompleted++;
-                    s.sectorsRead += e.bytes / SECTOR_BYTES;
+                    s.counters.readsCompleted++;
+                    s.counters.sectorsRead += e.bytes / SECTOR_BYTES;
                     readNs += e.totalNs();
                 }
                 case "W" -> {
-                    s.writesCompleted++;
-                    s.sectorsWritten += e.bytes / SECTOR_BYTES;
+                    s.counters.writesCompleted++;
+                    s.counters.sectorsWritten += e.bytes / SECTOR_BYTES;
                     writeNs += e.totalNs();
                 }
                 default -> throw new IllegalArgumentException("a SerialDisk serves reads and writes, not " + e.op);
             }
         }
-        s.readTimeMs = readNs / MS_NS;
-        s.writeTimeMs = writeNs / MS_NS;
-        s.weightedIoTimeMs = (readNs + writeNs) / MS_NS;
-        s.ioTimeMs = busyNsUpTo(atNs) / MS_NS;
+        s.counters.readTimeMs = readNs / MS_NS;
+        s.counters.writeTimeMs = writeNs / MS_NS;
+        s.counters.weightedIoTimeMs = (readNs + writeNs) / MS_NS;
+        s.counters.ioTimeMs = busyNsUpTo(atNs) / MS_NS;
         return s;
     }
 

@@ -23,11 +23,11 @@ class IostatWindowTest {
         s.rotational = true;
         s.samples = 10;
         s.intervalNs = TEN_SECONDS_NS;
-        s.readsCompleted = 3214;
-        s.sectorsRead = 822_780;
-        s.readTimeMs = 16_424;
-        s.weightedIoTimeMs = 16_400;
-        s.ioTimeMs = 9_688;
+        s.counters.readsCompleted = 3214;
+        s.counters.sectorsRead = 822_780;
+        s.counters.readTimeMs = 16_424;
+        s.counters.weightedIoTimeMs = 16_400;
+        s.counters.ioTimeMs = 9_688;
         return s;
     }
 

@@ -31,11 +31,11 @@ class DetectAnomaliesTest {
         w.iostat.rotational = true;
         w.iostat.samples = 10;
         w.iostat.intervalNs = TEN_SECONDS_NS;
-        w.iostat.readsCompleted = 40;
-        w.iostat.sectorsRead = 40 * 256;
-        w.iostat.readTimeMs = 40 * 500;
-        w.iostat.ioTimeMs = 10_000;
-        w.iostat.weightedIoTimeMs = 20_000;
+        w.iostat.counters.readsCompleted = 40;
+        w.iostat.counters.sectorsRead = 40 * 256;
+        w.iostat.counters.readTimeMs = 40 * 500;
+        w.iostat.counters.ioTimeMs = 10_000;
+        w.iostat.counters.weightedIoTimeMs = 20_000;
         OpLatency r = w.op("R");
         r.device.add(500_000, 40);
         return w;
@@ -67,9 +67,9 @@ class DetectAnomaliesTest {
 
     private static DiskWindow quietWindow(long startNs) {
         DiskWindow w = dustyWindow(startNs);
-        w.iostat.readTimeMs = 40 * 5;
-        w.iostat.weightedIoTimeMs = 200;
-        w.iostat.ioTimeMs = 200;
+        w.iostat.counters.readTimeMs = 40 * 5;
+        w.iostat.counters.weightedIoTimeMs = 200;
+        w.iostat.counters.ioTimeMs = 200;
         w.ops.clear();
         w.op("R").device.add(5_000, 40);
         return w;

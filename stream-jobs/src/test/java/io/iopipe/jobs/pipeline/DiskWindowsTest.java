@@ -85,7 +85,7 @@ class DiskWindowsTest {
         d.disk = "sdb";
         d.startNs = (endMs - SECOND_MS) * 1_000_000L;
         d.endNs = endMs * 1_000_000L;
-        d.readsCompleted = reads;
+        d.counters.readsCompleted = reads;
         return DiskRecord.of(d);
     }
 
@@ -248,7 +248,7 @@ class DiskWindowsTest {
         }
         assertEquals(0, late());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100"), windows());
-        assertEquals(90, harness.extractOutputValues().get(0).iostat.readsCompleted);
+        assertEquals(90, harness.extractOutputValues().get(0).iostat.counters.readsCompleted);
     }
 
     /** The earliest timestamp a record may carry: 2001-09-09, in ns. */
@@ -323,7 +323,7 @@ class DiskWindowsTest {
         backlog(DiskWindowsTest::diskstats, 21, 40);
         assertEquals(0, late(), "the diskstats read after the histograms are not late");
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
-        assertEquals(100, harness.extractOutputValues().get(2).iostat.readsCompleted);
+        assertEquals(100, harness.extractOutputValues().get(2).iostat.counters.readsCompleted);
     }
 
     @Test
@@ -341,7 +341,7 @@ class DiskWindowsTest {
         List<DiskWindow> sent = out.stream().filter(w -> !w.amendsClosedWindow).toList();
         assertEquals(List.of("0s:90 r0", "10s:50 r0", "10s:100 r1", "20s:100 r0"), sent.stream()
                 .map(w -> (w.startNs / 1_000_000L - T0_MS) / SECOND_MS + "s:" + w.op("R").count() + " r" + w.revision).toList());
-        assertEquals(100, sent.get(2).iostat.readsCompleted, "the revision holds the backlog's diskstats too");
+        assertEquals(100, sent.get(2).iostat.counters.readsCompleted, "the revision holds the backlog's diskstats too");
         assertEquals(50, out.stream().filter(w -> w.amendsClosedWindow).mapToLong(w -> w.op("R").count()).sum(),
                 "the rollups take the closed window's late histograms as amendments");
         feed(reads("web-1", T0_MS + 16 * SECOND_MS, 10));
@@ -402,6 +402,6 @@ class DiskWindowsTest {
         outageWithOneKindBackFirst(DiskWindowsTest::event, DiskWindowsTest::diskstats, DiskWindowsTest::reads);
         assertEquals(0, late());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
-        assertEquals(100, harness.extractOutputValues().get(2).iostat.readsCompleted);
+        assertEquals(100, harness.extractOutputValues().get(2).iostat.counters.readsCompleted);
     }
 }

@@ -41,10 +41,10 @@ class DiskstatsToDeltasTest {
         s.disk = "sdb";
         s.tsNs = tsMs * 1_000_000L;
         s.rotational = true;
-        s.readsCompleted = reads;
-        s.sectorsRead = reads * 256;
-        s.readTimeMs = reads * 8;
-        s.ioTimeMs = tsMs - FIRST_SAMPLE_MS;
+        s.counters.readsCompleted = reads;
+        s.counters.sectorsRead = reads * 256;
+        s.counters.readTimeMs = reads * 8;
+        s.counters.ioTimeMs = tsMs - FIRST_SAMPLE_MS;
         return s;
     }
 
@@ -69,9 +69,9 @@ class DiskstatsToDeltasTest {
         feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 120));
         List<DiskstatsDelta> out = deltas();
         assertEquals(2, out.size());
-        assertEquals(7, out.get(0).readsCompleted);
-        assertEquals(7 * 256, out.get(0).sectorsRead);
-        assertEquals(13, out.get(1).readsCompleted);
+        assertEquals(7, out.get(0).counters.readsCompleted);
+        assertEquals(7 * 256, out.get(0).counters.sectorsRead);
+        assertEquals(13, out.get(1).counters.readsCompleted);
         assertEquals(ONE_SECOND_MS * 1_000_000L, out.get(1).endNs - out.get(1).startNs);
     }
 
@@ -84,7 +84,7 @@ class DiskstatsToDeltasTest {
         assertEquals(1, out.size());
         assertTrue(out.get(0).classOnly() && out.get(0).rotational);
         assertEquals("ST4000NM0035", out.get(0).model);
-        assertEquals(0, out.get(0).readsCompleted, "no interval yet: nothing counted");
+        assertEquals(0, out.get(0).counters.readsCompleted, "no interval yet: nothing counted");
         feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
         assertEquals(2, harness.extractOutputValues().size(), "one class, then intervals only");
     }
@@ -95,7 +95,7 @@ class DiskstatsToDeltasTest {
         feed(sample(FIRST_SAMPLE_MS, 100));
         feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 120));
         assertEquals(1, deltas().size());
-        assertEquals(13, deltas().get(0).readsCompleted);
+        assertEquals(13, deltas().get(0).counters.readsCompleted);
         List<String> reasons = deadLetterReasons();
         assertEquals(1, reasons.size());
         assertTrue(reasons.get(0).contains("out of order"), reasons.get(0));
@@ -116,7 +116,7 @@ class DiskstatsToDeltasTest {
         feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 10));
         feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 17));
         assertEquals(1, deltas().size());
-        assertEquals(7, deltas().get(0).readsCompleted);
+        assertEquals(7, deltas().get(0).counters.readsCompleted);
     }
 
     @Test

@@ -42,7 +42,7 @@ class RollUpWindowsTest {
         w.startNs = T0_NS + index * TEN_S_NS;
         w.endNs = w.startNs + TEN_S_NS;
         w.windowSeconds = 10;
-        w.iostat.readsCompleted = reads;
+        w.iostat.counters.readsCompleted = reads;
         w.iostat.samples = 10;
         w.op("R").device.add(6_000, reads);
         harness.processElement(new StreamRecord<>(w, w.endNs / 1_000_000L));
@@ -50,7 +50,7 @@ class RollUpWindowsTest {
 
     private List<String> minutes() {
         return harness.extractOutputValues().stream().map(w -> (w.startNs - T0_NS) / TEN_S_NS + "+" + w.windowSeconds + "s:"
-                + w.iostat.readsCompleted + "/" + w.op("R").count() + "/" + w.iostat.samples).toList();
+                + w.iostat.counters.readsCompleted + "/" + w.op("R").count() + "/" + w.iostat.samples).toList();
     }
 
     @Test

@@ -1,6 +1,8 @@
 package io.iopipe.jobs.records;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iopipe.jobs.iostat.DiskstatsDelta;
@@ -33,10 +35,37 @@ class DiskstatsFieldsTest {
     }
 
     @Test
-    void eachCarrierNamesTheSchemasCountersAndNoOthers() {
-        assertEquals(camelCase(DiskstatsFields.COUNTERS), counterFields(DiskstatsSample.class));
-        assertEquals(camelCase(DiskstatsFields.CUMULATIVE), counterFields(DiskstatsDelta.class));
-        assertEquals(camelCase(DiskstatsFields.CUMULATIVE), counterFields(IostatSums.class));
+    void oneClassNamesTheSchemasCountersAndTheRecordsOfThemHoldIt() {
+        assertEquals(camelCase(DiskstatsFields.COUNTERS), counterFields(DiskstatsCounters.class));
+        for (Class<?> carrier : List.of(DiskstatsSample.class, DiskstatsDelta.class, IostatSums.class)) {
+            assertEquals(Set.of(), counterFields(carrier), carrier.getSimpleName() + " lists no counters of its own");
+            assertTrue(Arrays.stream(carrier.getFields()).anyMatch(f -> f.getType() == DiskstatsCounters.class), carrier.getSimpleName());
+        }
+    }
+
+    @Test
+    void aDeltaIsWhatEachCounterGrewAndSumsAddUp() {
+        DiskstatsCounters earlier = new DiskstatsCounters();
+        DiskstatsCounters later = new DiskstatsCounters();
+        for (int i = 0; i < DiskstatsCounters.ALL.size(); i++) {
+            DiskstatsCounters.ALL.set(earlier, i, 10 + i);
+            DiskstatsCounters.ALL.set(later, i, 10 + 3 * i);
+        }
+        DiskstatsCounters grown = later.since(earlier);
+        DiskstatsCounters twice = new DiskstatsCounters();
+        twice.add(grown);
+        twice.add(grown);
+        for (int i = 0; i < DiskstatsCounters.ALL.size(); i++) {
+            boolean gauge = !DiskstatsFields.CUMULATIVE.contains(DiskstatsCounters.ALL.name(i));
+            assertEquals(gauge ? 0 : 2 * i, DiskstatsCounters.ALL.get(grown, i), DiskstatsCounters.ALL.name(i));
+            assertEquals(gauge ? 0 : 4 * i, DiskstatsCounters.ALL.get(twice, i), DiskstatsCounters.ALL.name(i));
+        }
+        assertFalse(later.anyBelow(earlier));
+        later.readsCompleted = 9;
+        assertTrue(later.anyBelow(earlier), "reads_completed went back: a counter reset");
+        later.readsCompleted = 10;
+        later.inFlight = 0;
+        assertFalse(later.anyBelow(earlier), "in_flight is a gauge: it may fall");
     }
 
     @Test

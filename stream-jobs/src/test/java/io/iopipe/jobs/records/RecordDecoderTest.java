@@ -24,7 +24,7 @@ class RecordDecoderTest {
         for (JsonNode example : SchemaFiles.validExamples("io.diskstats.v1")) {
             DiskstatsSample s = RecordDecoder.diskstats(example, "test", NOW_NS);
             assertEquals(example.get("disk").asText(), s.disk);
-            assertEquals(example.get("weighted_io_time_ms").asLong(), s.weightedIoTimeMs);
+            assertEquals(example.get("weighted_io_time_ms").asLong(), s.counters.weightedIoTimeMs);
         }
     }
 
@@ -172,8 +172,8 @@ class RecordDecoderTest {
     void olderKernelsWithoutDiscardOrFlushCountersDecodeAsZero() throws Exception {
         JsonNode oldKernel = SchemaFiles.validExamples("io.diskstats.v1").get(2);
         DiskstatsSample s = RecordDecoder.diskstats(oldKernel, "test", NOW_NS);
-        assertEquals(0, s.discardsCompleted);
-        assertEquals(0, s.flushesCompleted);
+        assertEquals(0, s.counters.discardsCompleted);
+        assertEquals(0, s.counters.flushesCompleted);
     }
 
     @Test
