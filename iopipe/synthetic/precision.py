@@ -113,6 +113,16 @@ class Workload:
         self.agent_intervals = agent_intervals
 
 
+def poisson_reads(rng, rate, span_s, sizes):
+    """Reads arriving at random, `rate` a second on average, over `span_s`: (µs, "R", bytes) each."""
+    out, t = [], 0.0
+    while True:
+        t += rng.expovariate(rate) * 1e6
+        if t >= span_s * 1e6:
+            return out
+        out.append((t, "R", rng.choice(sizes)))
+
+
 def nvme_batches(rng):
     """An application submitting a batch of 32-128 I/Os at once every 20-100 ms (a
     database flushing its pages, a queue consumer): an NVMe of 32 channels serves them,
@@ -161,12 +171,7 @@ def disk_arm_bursts(rng):
         return 1000 * (rng.uniform(0.5, 8) + rng.uniform(0, revolution_ms)) + size / 150
 
     def arrivals(span_s):
-        out, t = [], 0.0
-        while True:
-            t += rng.expovariate(rate) * 1e6
-            if t >= span_s * 1e6:
-                break
-            out.append((t, "R", rng.choice((4096, 8192, 16384))))
+        out = poisson_reads(rng, rate, span_s, (4096, 8192, 16384))
         burst_at = rng.uniform(0, 4e6)
         while burst_at < span_s * 1e6:
             size = rng.randint(8, 32)
@@ -189,12 +194,7 @@ def writeback(rng):
         return write_us_per_kib * size / 1024 * rng.uniform(0.8, 1.2)
 
     def arrivals(span_s):
-        out, t = [], 0.0
-        while True:
-            t += rng.expovariate(rate) * 1e6
-            if t >= span_s * 1e6:
-                break
-            out.append((t, "R", rng.choice((4096, 16384))))
+        out = poisson_reads(rng, rate, span_s, (4096, 16384))
         first = rng.uniform(0, 5e6)
         for k in range(int(span_s / 5) + 1):
             at = first + k * 5e6
