@@ -1,12 +1,27 @@
-"""Benchmarks that need the stack: each writes its RESULTS file beside the component it measures."""
+"""Benchmarks that need the stack: each writes its RESULTS file beside the component it measures.
+
+The stream jobs' benchmarks send a fleet made of template disks: write_templates writes
+TEMPLATE_DISKS of iopipe/synthetic/fleet.py's healthy disks' records to a file, and the
+Java benchmark given fleet_options copies them onto as many hosts as it is asked for
+(io.iopipe.jobs.bench.TemplateFleet)."""
+import json
+import math
+import random
 import sys
 
 from iopipe.paths import REPO
 from iopipe.stack import JOB_JAR
+from iopipe.synthetic import fleet
+from iopipe.synthetic.scenarios import START_NS, time_of
 
 JOBS = REPO / "stream-jobs"
 BENCH_JAR = JOBS / "target" / "iopipe-stream-bench.jar"  # the benchmarks' classes, kept out of the job jar
 OFFLINE_CLASSPATH = JOBS / "target" / "offline-classpath.txt"
+MS_NS = 1_000_000
+# Every kind of fleet.py disk in every place on a host, so hosts' disks keep distinct names.
+TEMPLATE_DISKS = math.lcm(len(fleet.kinds(random.Random(0))), fleet.DISKS_PER_HOST)
+HOST_PREFIX = "bench-"
+HOST_PLACEHOLDER = "{host}"  # in the template records, where TemplateFleet puts each copy's host
 
 
 def java_classpath():
@@ -16,3 +31,46 @@ def java_classpath():
     if missing:
         sys.exit(f"{', '.join(missing)} missing: run `make jobs` first")
     return f"{JOB_JAR}:{BENCH_JAR}:{OFFLINE_CLASSPATH.read_text().strip()}"
+
+
+def clock_fields():
+    """Per record schema, the fields that are wall-clock times (the schema's minimum is
+    10^18 ns): these move to the run's clock, durations do not."""
+    fields = {}
+    for path in (REPO / "schema" / "records").glob("*.schema.json"):
+        schema = json.loads(path.read_text())
+        fields[path.name.removesuffix(".schema.json")] = [
+            name for name, spec in schema["properties"].items() if spec.get("minimum", 0) >= 10**18]
+    return fields
+
+
+def write_templates(path, seconds, start_ms=START_NS // MS_NS):
+    """The template disks' records over `seconds`, fleet.py's clock moved to start at
+    `start_ms` (by default its own), as TemplateFleet reads them: each disk's second is sent
+    when it ends (its latest time). Returns records per disk-second, and (schema -> count)
+    of the template."""
+    shift_ns = start_ms * MS_NS - START_NS
+    fields = clock_fields()
+    disks = fleet.healthy_disks(TEMPLATE_DISKS)
+    by_schema = {}
+    with open(path, "w") as out:
+        for second in range(seconds):
+            for j, disk in enumerate(disks):
+                records = disk.second(second)
+                for record in records:
+                    for field in fields[record["schema"]]:
+                        record[field] += shift_ns
+                    record["host"] = HOST_PLACEHOLDER
+                    by_schema[record["schema"]] = by_schema.get(record["schema"], 0) + 1
+                send_at_ms = max(time_of(record) for record in records) // MS_NS
+                for record in records:
+                    out.write(f"{send_at_ms}\t{j}\t{json.dumps(record, separators=(',', ':'))}\n")
+    return sum(by_schema.values()) / (TEMPLATE_DISKS * seconds), by_schema
+
+
+def fleet_options(templates, disks):
+    """The options that tell a Java benchmark to send `disks` disks made of the template
+    disks written to `templates`, DISKS_PER_HOST of them to a host named HOST_PREFIX<n>."""
+    return ["--templates", str(templates), "--template-disks", str(TEMPLATE_DISKS), "--disks", str(disks),
+            "--host-placeholder", HOST_PLACEHOLDER, "--host-prefix", HOST_PREFIX,
+            "--disks-per-host", str(fleet.DISKS_PER_HOST)]

@@ -7,7 +7,7 @@ ClickHouse, against a plain Kafka consumer in the same run. Results: stream-jobs
 A cluster of its own (`make cluster-up`'s: Kafka x3, ZooKeeper, Flink HA with 2
 TaskManagers, ClickHouse x2) on free ports. Each fleet size gets the agent topics emptied
 and a fresh live job (a consumer group of its own, no state), then the fleet's records on
-the wall clock, as iopipe/synthetic/fleet.py makes them: TEMPLATE_DISKS of its healthy
+the wall clock, as iopipe/synthetic/fleet.py makes them: iopipe.bench.TEMPLATE_DISKS of its healthy
 disks, each copied onto many hosts by io.iopipe.jobs.bench.FleetReplay, so every disk sends
 what a fleet.py disk sends each second. Measured while it runs:
 - records/s the job consumed: its consumer group's committed offsets (committed by each
@@ -24,10 +24,8 @@ clock, cannot be held: it stops there. Then, with the job cancelled, a plain con
 reads the same records (bytes only) for up to PLAIN_READ_S.
 """
 import argparse
-import json
 import math
 import os
-import random
 import resource
 import statistics
 import subprocess
@@ -44,17 +42,11 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from iopipe import stack
-from iopipe.bench import JOBS, java_classpath
+from iopipe.bench import HOST_PREFIX, JOBS, MS_NS, TEMPLATE_DISKS, fleet_options, java_classpath, write_templates
 from iopipe.kafka_access import JOB_GROUP
-from iopipe.paths import REPO
 from iopipe.synthetic import fleet
-from iopipe.synthetic.scenarios import START_NS, time_of
 
 OUT = JOBS / "bench" / "RESULTS-fleet.md"
-# Every kind of fleet.py disk in every place on a host, so hosts' disks keep distinct names.
-TEMPLATE_DISKS = math.lcm(len(fleet.kinds(random.Random(0))), fleet.DISKS_PER_HOST)
-HOST_PREFIX = "bench-"
-HOST_PLACEHOLDER = "{host}"  # in the template records, where FleetReplay puts each copy's host
 WARM_UP_S = 30
 POLL_S = 1
 PROGRESS_EVERY_S = 10
@@ -65,7 +57,6 @@ HELD_LAG_CHECKPOINTS = 3  # committed offsets trail the log end by up to an inte
 MIN_CHECKPOINTS = 3
 PLAIN_READ_S = 20
 TARGET_DISKS = 100_000
-MS_NS = 1_000_000
 AGENT_RECORDS = ("io.diskstats.v1", "io.event.v1", "io.hist.v1")  # what fleet.py's disks send
 CPUS = os.cpu_count()
 
@@ -75,40 +66,6 @@ def say(message):
 
 
 # ---------------------------------------------------------------- the fleet's records
-
-def clock_fields():
-    """Per record schema, the fields that are wall-clock times (the schema's minimum is
-    10^18 ns): these move to the run's clock, durations do not."""
-    fields = {}
-    for path in (REPO / "schema" / "records").glob("*.schema.json"):
-        schema = json.loads(path.read_text())
-        fields[path.name.removesuffix(".schema.json")] = [
-            name for name, spec in schema["properties"].items() if spec.get("minimum", 0) >= 10**18]
-    return fields
-
-
-def write_templates(path, seconds, start_ms):
-    """The template disks' records over `seconds`, fleet.py's clock moved to start at
-    `start_ms`, as FleetReplay reads them: each disk's second is sent when it ends (its
-    latest time). Returns records per disk-second, and (schema -> count) of the template."""
-    shift_ns = start_ms * MS_NS - START_NS
-    fields = clock_fields()
-    disks = fleet.healthy_disks(TEMPLATE_DISKS)
-    by_schema = {}
-    with open(path, "w") as out:
-        for second in range(seconds):
-            for j, disk in enumerate(disks):
-                records = disk.second(second)
-                for record in records:
-                    for field in fields[record["schema"]]:
-                        record[field] += shift_ns
-                    record["host"] = HOST_PLACEHOLDER
-                    by_schema[record["schema"]] = by_schema.get(record["schema"], 0) + 1
-                send_at_ms = max(time_of(record) for record in records) // MS_NS
-                for record in records:
-                    out.write(f"{send_at_ms}\t{j}\t{json.dumps(record, separators=(',', ':'))}\n")
-    return sum(by_schema.values()) / (TEMPLATE_DISKS * seconds), by_schema
-
 
 def host_of(disk_index):
     return f"{HOST_PREFIX}{disk_index // fleet.DISKS_PER_HOST}"
@@ -122,10 +79,7 @@ class Replay:
         self.sent_ms = {}  # send_at_ms -> wall ms when all its records were handed to Kafka
         self.process = subprocess.Popen(
             ["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}", "-cp", classpath,
-             "io.iopipe.jobs.bench.FleetReplay", "--brokers", brokers, "--templates", str(templates),
-             "--template-disks", str(TEMPLATE_DISKS), "--disks", str(disks),
-             "--host-placeholder", HOST_PLACEHOLDER, "--host-prefix", HOST_PREFIX,
-             "--disks-per-host", str(fleet.DISKS_PER_HOST),
+             "io.iopipe.jobs.bench.FleetReplay", "--brokers", brokers, *fleet_options(templates, disks),
              "--kafka-config", str(stack.kafka_java_config(brokers)),
              "--signing-secret", str(stack.kafka_access(brokers).signing_secret_path())], stdout=subprocess.PIPE, text=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
