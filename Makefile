@@ -159,7 +159,8 @@ bench-warehouse: deps images
 bench-ingest: deps images
 	@$(PYTHON) -m iopipe.bench.ingest
 
-# The stream job graph's records/s against a plain Kafka consumer; state bytes per disk.
+# The stream job graph's records/s on a fleet of iopipe/synthetic/fleet.py's disks copied onto many hosts
+# (as bench-fleet's are), against a plain Kafka consumer; state bytes per disk.
 bench-jobs: deps $(JOB_JAR) images
 	@python3 -m iopipe.bench.jobs
 

@@ -1,13 +1,21 @@
 """Throughput of the stream jobs against a plain Kafka consumer, and state bytes per disk:
-starts Kafka (the stack's image) on free ports, runs io.iopipe.jobs.bench.StreamBenchmark
-against it, stops Kafka. Results: stream-jobs/bench/RESULTS.md.
+writes the template disks' records (iopipe.bench.write_templates, iopipe/synthetic/fleet.py's
+healthy disks), starts Kafka (the stack's image) on free ports, runs
+io.iopipe.jobs.bench.StreamBenchmark against it on a fleet made of those disks, stops Kafka.
+Results: stream-jobs/bench/RESULTS.md.
 
     make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R])"""
 import argparse
 import subprocess
+import tempfile
+from pathlib import Path
 
 from iopipe import stack
-from iopipe.bench import JOBS, java_classpath
+from iopipe.bench import JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, write_templates
+
+# How long a template disk's records run for its state per disk: its detectors' baselines
+# learnt, its longer windows and latency rollups filled many times over.
+STATE_S = 600
 
 
 def start_kafka(ports):
@@ -19,23 +27,28 @@ def start_kafka(ports):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--disks", default="3000")
-    parser.add_argument("--seconds", default="60")
-    parser.add_argument("--rounds", default="5")
+    parser.add_argument("--disks", type=int, default=3000, help=f"disks in the fleet: its {TEMPLATE_DISKS} template disks copied in turn")
+    parser.add_argument("--seconds", type=int, default=60, help="seconds of the fleet's records the readers read")
+    parser.add_argument("--rounds", default="5", help="rounds of every reader; the first runs on a cold JIT")
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
     args = parser.parse_args()
     classpath = java_classpath()
-    ports = stack.Ports.free()
-    kafka = start_kafka(ports)
-    try:
-        subprocess.run(["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
-                        "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-                        "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark",
-                        "--brokers", ports.brokers, "--disks", args.disks, "--seconds", args.seconds,
-                        "--rounds", args.rounds, "--out", args.out,
-                        "--kafka-config", str(stack.kafka_java_config(ports.brokers))], check=True)
-    finally:
-        subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)
+    with tempfile.TemporaryDirectory() as scratch:
+        templates = Path(scratch) / "templates.tsv"
+        seconds = max(args.seconds, STATE_S)
+        print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
+        write_templates(templates, seconds)
+        ports = stack.Ports.free()
+        kafka = start_kafka(ports)
+        try:
+            subprocess.run(["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
+                            "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+                            "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark",
+                            "--brokers", ports.brokers, *fleet_options(templates, args.disks),
+                            "--seconds", str(args.seconds), "--rounds", args.rounds, "--out", args.out,
+                            "--kafka-config", str(stack.kafka_java_config(ports.brokers))], check=True)
+        finally:
+            subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ class ShippedJarsTest {
     @Test
     void theBenchJarHoldsTheBenchmarksAloneAndReachesJacksonWhereTheJobJarRelocatedIt() throws IOException {
         Map<String, String> bench = classes("iopipe.bench.jar");
-        for (String main : List.of("StreamBenchmark", "FleetReplay", "FleetRecords")) {
+        for (String main : List.of("StreamBenchmark", "FleetReplay", "TemplateFleet")) {
             assertTrue(bench.containsKey(BENCH + main + ".class"), main);
         }
         assertEquals(List.of(), bench.keySet().stream().filter(name -> !name.startsWith(BENCH)).toList());

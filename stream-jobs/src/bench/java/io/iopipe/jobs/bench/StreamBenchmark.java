@@ -16,6 +16,7 @@ import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.pipeline.DiskClock;
 import io.iopipe.jobs.pipeline.WindowFunctions;
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.PipelineTimings;
@@ -32,14 +33,13 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.ToLongFunction;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.serialization.SerializerConfigImpl;
@@ -56,7 +56,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -64,25 +63,28 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Throughput of the whole job graph against a plain Kafka consumer, over the same topic
  * in the same run, and the keyed state a disk costs.
  *
- * A fleet's records (FleetRecords) go into a fresh topic, each signed by its host as the
- * agents sign theirs ({@link HostSignatures}, with a master secret made for the run). Each
- * round, a plain consumer reads them all (bytes, nothing else done), then the live job's
- * graph (decode, diskstats deltas, 10 s and 1 min windows, detectors) reads them as a
- * bounded Kafka source on a local cluster of PARALLELISM slots, once taking them
- * unsigned and once checking every record's signature as the live job given the secret
- * does (the two swap places every other round). Running all three in every round lets a
- * burst of load on the machine hit them alike. Each rate is records over the time from
- * the first record read to the last one processed.
+ * A fleet's records go into a fresh topic: the first --seconds of a {@link TemplateFleet}'s,
+ * template disks of iopipe/synthetic/fleet.py copied onto --disks disks, each record signed
+ * by its host as the agents sign theirs ({@link HostSignatures}, with a master secret made
+ * for the run). Each round, a plain consumer reads them all (bytes, nothing else done),
+ * then the live job's graph (decode, diskstats deltas, 10 s and 1 min windows, detectors)
+ * reads them as a bounded Kafka source on a local cluster of PARALLELISM slots, once taking
+ * them unsigned and once checking every record's signature as the live job given the
+ * secret does (the two swap places every other round). Running all three in every round
+ * lets a burst of load on the machine hit them alike. Each rate is records over the time
+ * from the first record read to the last one processed. The keyed state a disk costs is
+ * measured on each template disk's records, all the template file holds.
  *
  * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
- * --disks (default 3000), --seconds (of fleet time, default 60), --rounds (default 5: the
- * first runs on a cold JIT), --out (results file).
+ * the fleet's ({@link TemplateFleet}), --seconds (of the fleet's records), --rounds (default
+ * 5: the first runs on a cold JIT), --out (results file).
  */
 public final class StreamBenchmark {
     static final int PARALLELISM = 2;
     static final int PARTITIONS = 2;
     /** The detectors' window, as the live job runs it. */
     static final long WINDOW_NS = PipelineTimings.WINDOW_SECONDS.get(0) * 1_000_000_000L;
+    static final long WINDOW_MS = WINDOW_NS / 1_000_000L;
     /** How many detectors' windows a longer window is summed from. */
     static final long PARTS_OF_LONGER_WINDOW = PipelineTimings.WINDOW_SECONDS.get(1) / PipelineTimings.WINDOW_SECONDS.get(0);
     /** The windows a disk's closed-histogram record stays for: those within the allowed lateness, and the open one. */
@@ -94,21 +96,21 @@ public final class StreamBenchmark {
         Args args = new Args(argv);
         String brokers = args.get("brokers", "127.0.0.1:9092");
         KafkaClientConfig kafka = KafkaClientConfig.of(args);
-        int disks = Integer.parseInt(args.get("disks", "3000"));
-        int seconds = Integer.parseInt(args.get("seconds", "60"));
+        TemplateFleet fleet = TemplateFleet.of(args);
+        int seconds = Integer.parseInt(args.required("seconds"));
         int rounds = Integer.parseInt(args.get("rounds", "5"));
         String topic = "iopipe-bench-" + Long.toHexString(System.nanoTime());
         Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
         Produced produced;
         Rates rates;
         try {
-            produced = produce(brokers, kafka, topic, disks, seconds, HostSignatures.fromFile(masterSecret));
+            produced = produce(brokers, kafka, topic, fleet, seconds, HostSignatures.fromFile(masterSecret));
             rates = measure(brokers, kafka, topic, produced.records(), rounds, masterSecret);
         } finally {
             Files.deleteIfExists(masterSecret);
         }
-        StateBytes state = stateBytesPerDisk(seconds);
-        String report = report(disks, seconds, produced, rates, state);
+        State state = statePerDisk(fleet);
+        String report = report(fleet, seconds, produced, rates, state);
         System.out.println(report);
         if (args.has("out")) {
             Files.writeString(Path.of(args.get("out", "")), report);
@@ -174,20 +176,8 @@ public final class StreamBenchmark {
         return Files.writeString(file, HexFormat.of().formatHex(secret) + "\n", StandardCharsets.US_ASCII);
     }
 
-    /** A FleetRecords record as its host's producer sends it: keyed host/disk, signed with the host's key. */
-    static ProducerRecord<byte[], byte[]> signedRecord(String topic, String diskKey, String json, HostSignatures signatures) {
-        byte[] value = json.getBytes(StandardCharsets.UTF_8);
-        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, diskKey.getBytes(StandardCharsets.UTF_8), value);
-        record.headers().add(HostSignatures.HEADER, signatures.sign(hostOf(diskKey), value).getBytes(StandardCharsets.US_ASCII));
-        return record;
-    }
-
-    private static String hostOf(String diskKey) {
-        return diskKey.substring(0, diskKey.indexOf('/'));
-    }
-
-    /** What went into the topic: its records, and how many hosts signed them (each a key the job derives). */
-    record Produced(long records, int hosts) {}
+    /** What went into the topic: its records, by schema, and how many hosts signed them (each a key the job derives). */
+    record Produced(long records, Map<String, Long> bySchema, long hosts) {}
 
     static Properties adminConfig(String brokers, KafkaClientConfig kafka) {
         return kafka.with(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers));
@@ -210,26 +200,29 @@ public final class StreamBenchmark {
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false));
     }
 
-    static Produced produce(String brokers, KafkaClientConfig kafka, String topic, int disks, int seconds,
+    /** The fleet's first `seconds` of records into a fresh topic, each signed by the host it names. */
+    static Produced produce(String brokers, KafkaClientConfig kafka, String topic, TemplateFleet fleet, int seconds,
                         HostSignatures signatures) throws Exception {
         try (Admin admin = Admin.create(adminConfig(brokers, kafka))) {
             admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
         }
         AtomicLong sent = new AtomicLong();
-        Set<String> hosts = new HashSet<>();
-        say("producing %d disks x %d s of records, signed by their hosts, into %s", disks, seconds, topic);
+        Map<String, Long> bySchema = new TreeMap<>();
+        say("producing %,d disks x %d s of records, signed by their hosts, into %s", fleet.disks(), seconds, topic);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(brokers, kafka),
                 new ByteArraySerializer(), new ByteArraySerializer())) {
-            FleetRecords.generate(disks, seconds, 1, (key, json) -> {
-                producer.send(signedRecord(topic, key, json, signatures));
-                hosts.add(hostOf(key));
-                if (sent.incrementAndGet() % 500_000 == 0) {
-                    say("produced %,d records", sent.get());
-                }
-            });
+            for (TemplateFleet.Send send : fleet.firstSeconds(seconds)) {
+                fleet.send(send, (t, host, key, value) -> {
+                    producer.send(TemplateFleet.record(topic, host, key, value, signatures));
+                    bySchema.merge(t.schema(), 1L, Long::sum);
+                    if (sent.incrementAndGet() % 500_000 == 0) {
+                        say("produced %,d records", sent.get());
+                    }
+                });
+            }
         }
-        say("produced %,d records of %,d hosts", sent.get(), hosts.size());
-        return new Produced(sent.get(), hosts.size());
+        say("produced %,d records of %,d hosts", sent.get(), fleet.hostCount());
+        return new Produced(sent.get(), bySchema, fleet.hostCount());
     }
 
     private static JsonNode parse(String json) {
@@ -325,32 +318,57 @@ public final class StreamBenchmark {
     }
 
     /**
-     * The keyed state of one disk once its detectors have learnt their baselines: its
-     * detector history, its open 10 s and 1 min windows, the two window operators' disk
-     * clocks, its last diskstats sample and its open latency rollups (a minute, an hour,
-     * a day), each as the job's state serializers write it.
+     * The keyed state per disk of the fleet's first disks, one of each template disk: its
+     * mean, the largest, over how many disks and how many seconds of each one's records.
      */
-    static StateBytes stateBytesPerDisk(int seconds) throws Exception {
+    record State(StateBytes mean, long largest, int disks, long seconds) {}
+
+    static State statePerDisk(TemplateFleet fleet) throws Exception {
+        List<StateBytes> each = new ArrayList<>();
+        for (int disk = 0; disk < Math.min(fleet.disks(), fleet.templateDisks); disk++) {
+            each.add(stateBytes(fleet, disk));
+        }
+        StateBytes mean = new StateBytes(mean(each, StateBytes::detector), mean(each, StateBytes::windows),
+                mean(each, StateBytes::clocks), mean(each, StateBytes::lastSample), mean(each, StateBytes::rollups));
+        long seconds = (fleet.sends.get(fleet.sends.size() - 1).atMs() - fleet.sends.get(0).atMs()) / 1000 + 1;
+        return new State(mean, each.stream().mapToLong(StateBytes::total).max().orElseThrow(), each.size(), seconds);
+    }
+
+    private static long mean(List<StateBytes> each, ToLongFunction<StateBytes> part) {
+        return Math.round(each.stream().mapToLong(part).average().orElseThrow());
+    }
+
+    /**
+     * The keyed state of fleet disk `disk` after all its records of the templates, its
+     * detectors having learnt their baselines: its detector history, its open 10 s and
+     * 1 min windows, the two window operators' disk clocks, its last diskstats sample and
+     * its open latency rollups (a minute, an hour, a day), each as the job's state
+     * serializers write it.
+     */
+    static StateBytes stateBytes(TemplateFleet fleet, int disk) throws Exception {
+        WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(PipelineTimings.WINDOW_SECONDS.get(0));
         TreeMap<Long, List<DiskRecord>> byWindow = new TreeMap<>();
         DiskstatsSample[] previous = new DiskstatsSample[1];
-        FleetRecords.generate(1, Math.max(seconds, 600), 7, (key, json) -> {
-            DiskRecord record = decode(parse(json), previous);
-            if (record != null) {
-                byWindow.computeIfAbsent(record.tsNs / WINDOW_NS, w -> new ArrayList<>()).add(record);
-            }
-        });
+        long nowNs = DeadLetters.wallClockNs();
+        for (TemplateFleet.Send send : fleet.sends) {
+            fleet.send(send, disk, (t, host, key, value) -> {
+                DiskRecord record = decode(parse(new String(value, StandardCharsets.UTF_8)), previous, nowNs);
+                byWindow.computeIfAbsent(accumulate.windowStartMs(record), w -> new ArrayList<>()).add(record);
+            });
+        }
         DiskHistory history = new DiskHistory();
         DiskWindow last = null;
         DiskWindow minute = new DiskWindow();
         for (Map.Entry<Long, List<DiskRecord>> window : byWindow.entrySet()) {
-            DiskWindow w = accumulated(window.getValue());
-            w.startNs = window.getKey() * WINDOW_NS;
+            long index = window.getKey() / WINDOW_MS;
+            DiskWindow w = accumulated(accumulate, window.getValue());
+            w.startNs = window.getKey() * 1_000_000L;
             w.endNs = w.startNs + WINDOW_NS;
             w.windowSeconds = (int) (WINDOW_NS / 1_000_000_000L);
             DiskDetector.onWindow(w, history);
             // The longer window as it stands before its last part: the most it holds open.
-            minute = window.getKey() % PARTS_OF_LONGER_WINDOW == 0 ? new DiskWindow() : minute;
-            if (window.getKey() % PARTS_OF_LONGER_WINDOW != PARTS_OF_LONGER_WINDOW - 1) {
+            minute = index % PARTS_OF_LONGER_WINDOW == 0 ? new DiskWindow() : minute;
+            if (index % PARTS_OF_LONGER_WINDOW != PARTS_OF_LONGER_WINDOW - 1) {
                 minute.absorbMeasures(w);
             }
             last = w;
@@ -358,7 +376,7 @@ public final class StreamBenchmark {
         // The histograms each window closed within the allowed lateness counted (for late ones).
         long closedHistograms = WINDOWS_REMEMBERING_HISTOGRAMS * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
         long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
-        LatencySpan span = new LatencySpan("host-00000", "sdb", minute.startNs);
+        LatencySpan span = new LatencySpan(last.host, last.disk, minute.startNs);
         span.absorb(minute.ops);
         // Each period's current span and the one before it, which late histograms may amend.
         long rollups = 2 * LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
@@ -367,8 +385,7 @@ public final class StreamBenchmark {
     }
 
     /** A window open over `records`, with the identities it keeps to merge a resend once. */
-    private static DiskWindow accumulated(List<DiskRecord> records) {
-        WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(PipelineTimings.WINDOW_SECONDS.get(0));
+    private static DiskWindow accumulated(WindowFunctions.Accumulate accumulate, List<DiskRecord> records) {
         DiskWindow w = accumulate.createAccumulator();
         for (DiskRecord r : records) {
             if (w.firstSeen(r.identity(), r.hist != null)) {
@@ -378,23 +395,21 @@ public final class StreamBenchmark {
         return w;
     }
 
-    private static DiskRecord decode(JsonNode n, DiskstatsSample[] previous) {
+    /** A record as the job's operators pass it on: decoded at `nowNs`, diskstats made deltas (a disk's first sample says only its class). */
+    private static DiskRecord decode(JsonNode n, DiskstatsSample[] previous, long nowNs) {
         try {
-            if (DiskstatsSample.SCHEMA.equals(RecordDecoder.schemaOf(n))) {
-                DiskstatsSample s = RecordDecoder.diskstats(n, "bench", decodedAtNs());
+            String schema = RecordDecoder.schemaOf(n);
+            if (DiskstatsSample.SCHEMA.equals(schema)) {
+                DiskstatsSample s = RecordDecoder.diskstats(n, "bench", nowNs);
                 DiskstatsSample before = previous[0];
                 previous[0] = s;
-                return before == null ? null : DiskRecord.of(DiskstatsDelta.between(before, s));
+                return DiskRecord.of(before == null ? DiskstatsDelta.classOf(s) : DiskstatsDelta.between(before, s));
             }
-            return DiskRecord.of(RecordDecoder.hist(n, decodedAtNs()));
+            return HistRecord.SCHEMA.equals(schema) ? DiskRecord.of(RecordDecoder.hist(n, nowNs))
+                    : DiskRecord.of(RecordDecoder.event(n, nowNs));
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    /** A decoding clock a day past the records: none is from the future. */
-    private static long decodedAtNs() {
-        return FleetRecords.START_NS + 86_400_000_000_000L;
     }
 
     static <T> long serializedBytes(Class<T> type, T value) throws Exception {
@@ -403,7 +418,7 @@ public final class StreamBenchmark {
         return out.length();
     }
 
-    static String report(int disks, int seconds, Produced produced, Rates rates, StateBytes state) {
+    static String report(TemplateFleet fleet, int seconds, Produced produced, Rates rates, State state) {
         double plain = median(rates.plain());
         double job = median(rates.job());
         int cores = Runtime.getRuntime().availableProcessors();
@@ -412,9 +427,10 @@ public final class StreamBenchmark {
                 "",
                 "Measured " + LocalDate.now() + " by `make bench` on " + cores + " CPUs (Java " + Runtime.version().feature()
                         + ", Flink local cluster, parallelism " + PARALLELISM + "; Kafka in a container on the same machine): "
-                        + String.format("%,d", produced.records()) + " records of " + disks + " disks over " + seconds + " s "
-                        + "(per disk and second one io.diskstats.v1 and io.hist.v1 device, queue and total for reads and writes; "
-                        + "HDDs, SATA SSDs and NVMe in equal numbers) in one topic of " + PARTITIONS + " partitions, "
+                        + String.format("%,d records of %,d disks over %d s", produced.records(), fleet.disks(), seconds)
+                        + " (the records of " + fleet.templateDisks + " of `iopipe/synthetic/fleet.py`'s healthy disks, every kind "
+                        + "in every place on a host, each copied onto many hosts as `make bench-fleet` copies them; per disk-second "
+                        + perDiskSecond(produced, fleet.disks(), seconds) + ") in one topic of " + PARTITIONS + " partitions, "
                         + "each record signed by its host as the agents sign theirs (an " + HostSignatures.HEADER + " header, "
                         + "schema/signing.json; " + String.format("%,d", produced.hosts()) + " hosts). "
                         + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then twice with the live "
@@ -433,15 +449,25 @@ public final class StreamBenchmark {
                 "Checking signatures, round by round (checked / unchecked job graph): " + ratios(rates.checked(), rates.job())
                         + ".",
                 "",
-                String.format("Keyed state per disk, as the job's serializers write it: %,d bytes (detector history %,d, its open "
-                        + "10 s and 1 min windows %,d, the windows' disk clocks %,d, last diskstats sample %,d, open latency "
-                        + "rollups of the minute, hour and day %,d).", state.total(),
-                        state.detector(), state.windows(), state.clocks(), state.lastSample(), state.rollups()),
+                String.format("Keyed state per disk, as the job's serializers write it, after %d s of a disk's records: %,d bytes "
+                        + "on average over %d disks, one of each template disk (detector history %,d, its open 10 s and 1 min "
+                        + "windows %,d, the windows' disk clocks %,d, last diskstats sample %,d, open latency rollups of the "
+                        + "minute, hour and day %,d); the largest disk's %,d bytes.", state.seconds(), state.mean().total(),
+                        state.disks(), state.mean().detector(), state.mean().windows(), state.mean().clocks(),
+                        state.mean().lastSample(), state.mean().rollups(), state.largest()),
                 "",
                 "Per core: records/s divided by the machine's CPUs; the job and Kafka share them. Goal: >= 100k records/s per core.",
                 "",
                 "Rerun: `make bench-jobs` (starts Kafka in a container), or `make bench` for every benchmark.",
                 "");
+    }
+
+    /** Records per disk-second in all, and of each schema. */
+    private static String perDiskSecond(Produced produced, int disks, int seconds) {
+        double diskSeconds = (double) disks * seconds;
+        List<String> each = new ArrayList<>();
+        produced.bySchema().forEach((schema, count) -> each.add(String.format("%s %.2f", schema, count / diskSeconds)));
+        return String.format("%.2f records: %s", produced.records() / diskSeconds, String.join(", ", each));
     }
 
     private static String row(String reader, List<Double> rates, int cores, double plainMedian, double jobMedian) {

@@ -3,10 +3,18 @@ package io.iopipe.jobs.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iopipe.jobs.Args;
+import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
+import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.testing.SchemaFiles;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,24 +27,99 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** What the benchmark measures with: records signed as the agents sign theirs, and runs in a fair order. */
+/**
+ * What the benchmark measures with: a fleet copied from template disks, records signed as
+ * the agents sign theirs, runs in a fair order, and a disk's keyed state. The template disks
+ * here are the contract's valid examples of what an agent sends (schema/examples): template
+ * disk j sends the j-th example of each agent record.
+ */
 class StreamBenchmarkTest {
-    /** Disks enough for more than one host. */
-    private static final int DISKS = 64;
+    private static final List<String> AGENT_RECORDS = List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA);
+    private static final String PLACEHOLDER = "{host}";
+    private static final String HOST_PREFIX = "bench-";
+    private static final int DISKS_PER_HOST = 8;
+    private static final int TEMPLATE_DISKS = 2;
+    /** Disks enough for more than one host, each template disk copied many times. */
+    private static final int DISKS = 20;
+    private static final long FIRST_SEND_MS = 1_763_700_001_000L;
+    private static final long ONE_SECOND_MS = 1_000;
+
+    /** A template file of `sends` send times a second apart, and the fleet of `disks` disks made of it. */
+    private static TemplateFleet fleet(Path dir, int sends, int disks) throws Exception {
+        List<String> lines = new ArrayList<>();
+        for (int send = 0; send < sends; send++) {
+            for (int j = 0; j < TEMPLATE_DISKS; j++) {
+                for (String record : AGENT_RECORDS) {
+                    lines.add((FIRST_SEND_MS + send * ONE_SECOND_MS) + "\t" + j + "\t" + Json.write(template(record, j)));
+                }
+            }
+        }
+        Path templates = Files.write(dir.resolve("templates.tsv"), lines);
+        return TemplateFleet.of(new Args(new String[] {"--templates", templates.toString(),
+                "--template-disks", String.valueOf(TEMPLATE_DISKS), "--disks", String.valueOf(disks),
+                "--host-placeholder", PLACEHOLDER, "--host-prefix", HOST_PREFIX,
+                "--disks-per-host", String.valueOf(DISKS_PER_HOST)}));
+    }
+
+    private static ObjectNode template(String record, int templateDisk) {
+        return ((ObjectNode) SchemaFiles.validExamples(record).get(templateDisk).deepCopy()).put("host", PLACEHOLDER);
+    }
+
+    @Test
+    void eachFleetDiskSendsItsTemplateDisksRecordsUnderItsOwnHost(@TempDir Path dir) throws Exception {
+        TemplateFleet fleet = fleet(dir, 1, DISKS);
+        for (int disk = 0; disk < DISKS; disk++) {
+            String host = HOST_PREFIX + disk / DISKS_PER_HOST;
+            List<JsonNode> sent = new ArrayList<>();
+            fleet.send(fleet.sends.get(0), disk, (t, recordHost, key, value) -> {
+                JsonNode record = parse(value);
+                assertEquals(host, recordHost);
+                assertEquals(host + "/" + record.get("disk").asText(), new String(key, StandardCharsets.UTF_8));
+                sent.add(record);
+            });
+            int templateDisk = disk % TEMPLATE_DISKS;
+            List<JsonNode> expected = AGENT_RECORDS.stream()
+                    .map(record -> (JsonNode) template(record, templateDisk).put("host", host)).toList();
+            assertEquals(expected, sent, "disk " + disk);
+        }
+    }
 
     @Test
     void everyRecordCarriesTheSignatureOfTheHostItNames(@TempDir Path dir) throws Exception {
         HostSignatures signatures = HostSignatures.fromFile(StreamBenchmark.writeMasterSecret(dir));
+        TemplateFleet fleet = fleet(dir, 1, DISKS);
         List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
-        FleetRecords.generate(DISKS, 2, 1, (key, json) -> records.add(StreamBenchmark.signedRecord("bench", key, json, signatures)));
+        long sent = fleet.send(fleet.sends.get(0),
+                (t, host, key, value) -> records.add(TemplateFleet.record("bench", host, key, value, signatures)));
+        assertEquals(DISKS * AGENT_RECORDS.size(), sent);
         Set<String> hosts = new HashSet<>();
         for (ProducerRecord<byte[], byte[]> record : records) {
-            String host = Json.parseObject(new String(record.value(), StandardCharsets.UTF_8)).get("host").asText();
+            String host = parse(record.value()).get("host").asText();
             String header = new String(record.headers().lastHeader(HostSignatures.HEADER).value(), StandardCharsets.US_ASCII);
             assertNull(signatures.refusal(host, record.value(), header));
             hosts.add(host);
         }
+        assertEquals(fleet.hostCount(), hosts.size());
         assertTrue(hosts.size() > 1, "records of " + hosts);
+    }
+
+    @Test
+    void theFleetSendsTheTemplatesFirstSecondsAndNoMoreThanTheyHold(@TempDir Path dir) throws Exception {
+        TemplateFleet fleet = fleet(dir, 3, DISKS);
+        assertEquals(List.of(FIRST_SEND_MS, FIRST_SEND_MS + ONE_SECOND_MS),
+                fleet.firstSeconds(2).stream().map(TemplateFleet.Send::atMs).toList());
+        assertThrows(IllegalArgumentException.class, () -> fleet.firstSeconds(4));
+    }
+
+    @Test
+    void aDisksStateCountsEveryPartTheJobKeepsOfIt(@TempDir Path dir) throws Exception {
+        StreamBenchmark.State state = StreamBenchmark.statePerDisk(fleet(dir, 1, DISKS));
+        StreamBenchmark.StateBytes mean = state.mean();
+        assertEquals(TEMPLATE_DISKS, state.disks());
+        assertEquals(1, state.seconds());
+        assertTrue(mean.detector() > 0 && mean.windows() > 0 && mean.clocks() > 0 && mean.lastSample() > 0
+                && mean.rollups() > 0, mean.toString());
+        assertTrue(state.largest() >= mean.total(), state.toString());
     }
 
     @Test
@@ -53,5 +136,13 @@ class StreamBenchmarkTest {
         assertEquals(runs, StreamBenchmark.inRoundOrder(runs, 1));
         assertEquals(List.of("checked", "unchecked"), StreamBenchmark.inRoundOrder(runs, 2));
         assertEquals(runs, StreamBenchmark.inRoundOrder(runs, 3));
+    }
+
+    private static JsonNode parse(byte[] value) {
+        try {
+            return Json.parseObject(new String(value, StandardCharsets.UTF_8));
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 }
