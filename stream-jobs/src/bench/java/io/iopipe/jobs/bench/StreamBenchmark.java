@@ -425,7 +425,7 @@ public final class StreamBenchmark {
         return String.join("\n",
                 "# Stream jobs: throughput of the job graph and state per disk",
                 "",
-                "Measured " + LocalDate.now() + " by `make bench` on " + cores + " CPUs (Java " + Runtime.version().feature()
+                "Measured " + LocalDate.now() + " by `make bench-jobs` on " + cores + " CPUs (Java " + Runtime.version().feature()
                         + ", Flink local cluster, parallelism " + PARALLELISM + "; Kafka in a container on the same machine): "
                         + String.format("%,d records of %,d disks over %d s", produced.records(), fleet.disks(), seconds)
                         + " (the records of " + fleet.templateDisks + " of `iopipe/synthetic/fleet.py`'s healthy disks, every kind "
