@@ -24,6 +24,7 @@ import k8s_schemas
 K8S = REPO / "infra" / "k8s"
 README = K8S / "README.md"
 TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
+PIPELINE = json.loads((REPO / "schema" / "pipeline.json").read_text())
 TOPICS = TOPICS_JSON["topics"] + TOPICS_JSON["accepted"]
 NAMESPACE = "iopipe"
 CUSTOM_KINDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser", "FlinkDeployment"}
@@ -387,7 +388,7 @@ def test_flink_checkpoints_incrementally_in_rocksdb_to_object_storage_and_keeps_
     assert conf["execution.checkpointing.incremental"] == "true"
     assert conf["execution.checkpointing.dir"] == "s3://iopipe-flink/checkpoints"
     assert conf["execution.checkpointing.savepoint-dir"] == "s3://iopipe-flink/savepoints"
-    assert conf["execution.checkpointing.interval"] == "10s"
+    assert conf["execution.checkpointing.interval"] == f"{PIPELINE['checkpoint_interval_s']}s"  # what the job asks for
     assert conf["execution.checkpointing.externalized-checkpoint-retention"] == "RETAIN_ON_CANCELLATION"
     assert conf["restart-strategy.type"] == "exponential-delay"
 

@@ -8,6 +8,7 @@ import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.records.PipelineTimings;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.Topics;
 import java.nio.file.Path;
@@ -40,8 +41,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * into the next.
  */
 public final class LiveJob {
-    static final long CHECKPOINT_INTERVAL_MS = 10_000;
-
     private LiveJob() {}
 
     public static void main(String[] argv) throws Exception {
@@ -86,7 +85,7 @@ public final class LiveJob {
     static void build(StreamExecutionEnvironment env, String brokers, KafkaClientConfig kafka, String groupId,
                       Pipeline.Config config) {
         // Checkpoints commit Kafka offsets and flush the at-least-once sink.
-        env.enableCheckpointing(CHECKPOINT_INTERVAL_MS);
+        env.enableCheckpointing(PipelineTimings.CHECKPOINT_INTERVAL.toMillis());
         DataStream<RawRecord> input = env.fromSource(
                 KafkaIo.source(brokers, kafka, groupId, List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA)),
                 WatermarkStrategy.noWatermarks(), "agent topics").uid("agent-topics");

@@ -8,6 +8,7 @@ import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.records.PipelineTimings;
 import io.iopipe.jobs.testing.KafkaSettings;
+import io.iopipe.jobs.testing.SchemaFiles;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -50,6 +51,14 @@ class LiveJobTest {
         assertEquals(List.of(), missing, "operators without a uid");
         assertEquals(uids.size(), new HashSet<>(uids).size(), "uids are unique: " + uids);
         assertTrue(uids.containsAll(List.of("agent-topics", "output-topics")), uids.toString());
+    }
+
+    @Test
+    void theJobCheckpointsAsOftenAsPipelineJsonSays() {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        LiveJob.build(env, "127.0.0.1:1", KafkaClientConfig.NONE, "checkpoint-test", new Pipeline.Config());
+        long stated = SchemaFiles.pipeline().get("checkpoint_interval_s").asLong();
+        assertEquals(Duration.ofSeconds(stated).toMillis(), env.getCheckpointConfig().getCheckpointInterval());
     }
 
     @Test

@@ -26,6 +26,7 @@ public final class PipelineTimings {
     public static final Duration MAX_CLOCK_AHEAD = seconds("max_clock_ahead_s");
     public static final Duration PEER_GRACE = seconds("peer_grace_s");
     public static final Duration HEALTH_RECOVERY = seconds("health_recovery_s");
+    public static final Duration CHECKPOINT_INTERVAL = seconds("checkpoint_interval_s");
 
     private PipelineTimings() {}
 

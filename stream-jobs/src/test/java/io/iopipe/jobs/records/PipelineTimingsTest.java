@@ -3,11 +3,8 @@ package io.iopipe.jobs.records;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.testing.SchemaFiles;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 /** The job runs with the timings of the repository's schema/pipeline.json, read here as plain JSON. */
 class PipelineTimingsTest {
-    private static final JsonNode PIPELINE_JSON = read();
+    private static final JsonNode PIPELINE_JSON = SchemaFiles.pipeline();
 
     @Test
     void thePipelinesDefaultsAreThoseOfPipelineJson() {
@@ -43,13 +40,5 @@ class PipelineTimingsTest {
 
     private static Duration seconds(String key) {
         return Duration.ofSeconds(PIPELINE_JSON.get(key).longValue());
-    }
-
-    private static JsonNode read() {
-        try {
-            return new ObjectMapper().readTree(SchemaFiles.DIR.resolve("pipeline.json").toFile());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 }

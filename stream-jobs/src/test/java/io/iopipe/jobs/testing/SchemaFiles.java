@@ -47,8 +47,17 @@ public final class SchemaFiles {
 
     /** The record's JSON Schema as a tree. */
     public static JsonNode schema(String record) {
+        return tree("records/" + record + ".schema.json");
+    }
+
+    /** pipeline.json, how the job keeps time, as the repository holds it. */
+    public static JsonNode pipeline() {
+        return tree("pipeline.json");
+    }
+
+    private static JsonNode tree(String file) {
         try {
-            return MAPPER.readTree(DIR.resolve("records/" + record + ".schema.json").toFile());
+            return MAPPER.readTree(DIR.resolve(file).toFile());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
