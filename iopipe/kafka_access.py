@@ -38,12 +38,18 @@ JOB = "iopipe-job"
 CLICKHOUSE = "iopipe-clickhouse"
 SCRAM_PRINCIPALS = (ADMIN, JOB)
 CERTIFICATE_PRINCIPALS = (CLICKHOUSE,)  # each a certificate with CN=<name>, signed with the nodes'
-NODE_NAME = "iopipe-kafka-node"  # the certificate's CN: start-kafka.sh makes User:CN=... a super user
+NODE_NAME = "iopipe-kafka-node"  # the nodes' certificate's CN
 MOUNT = "/etc/iopipe/kafka"  # where a container finds its directory
 SIGNING_SECRET = "signing.secret"  # the fleet's master secret, in the job's directory
 SCRAM_ITERATIONS = 8192
 QUOTA = re.compile(r"\b(\w+_byte_rate)=([0-9.E+]+)")  # in ConfigCommand's description of a user
 CERT_DAYS = 30  # a stack's CA outlives any test or demo; make down and up again for a new one
+
+
+def super_users():
+    """Kafka's super.users: the nodes (their certificate) and the admin; every other principal
+    has only its ACLs. The Kafka image holds it as super-users.txt."""
+    return f"User:CN={NODE_NAME};{kafka_principal(ADMIN)}"
 
 
 def kafka_principal(name):

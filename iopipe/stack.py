@@ -35,7 +35,8 @@ import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from iopipe.kafka_access import ADMIN, MOUNT as KAFKA_MOUNT, SIGNING_SECRET, KafkaAccess, acl_lines, agent_topics
+from iopipe.kafka_access import (ADMIN, MOUNT as KAFKA_MOUNT, SIGNING_SECRET, KafkaAccess, acl_lines, agent_topics,
+                                 super_users)
 from iopipe.migrate import ClickHouseHttp, Migrator, kafka_tables_of, up_in_lockstep
 from iopipe.paths import CACHE, REPO
 
@@ -323,6 +324,7 @@ def _kafka_context():
     _copy([INFRA / "kafka" / f for f in ("Dockerfile", "start-kafka.sh", "log4j2.properties")], context)
     (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in TOPICS))
     (context / "acls.txt").write_text("".join(f"{line}\n" for line in acl_lines(RECORD_TOPICS, _TOPICS_JSON["accepted"])))
+    (context / "super-users.txt").write_text(super_users() + "\n")
     return context
 
 

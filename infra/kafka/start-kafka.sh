@@ -17,7 +17,8 @@
 # /etc/iopipe/kafka/users/ (NAME.scram: `SCRAM-SHA-512=iterations=8192,password=...`) and
 # the certificates' CNs, whose ACLs acls.txt gives by role: agents produce to the agents'
 # topics, iopipe-job reads those and writes the rest, CN=iopipe-clickhouse reads what
-# ClickHouse stores, iopipe-admin (tests, operators) is a super user.
+# ClickHouse stores, iopipe-admin (tests, operators) is a super user. super-users.txt and
+# acls.txt are written by iopipe/kafka_access.py when the image is built.
 #
 # Alone (the default) it is its own quorum with replication factor 1. In a cluster each
 # node gets KAFKA_NODE_ID, the same KAFKA_CLUSTER_ID and KAFKA_CONTROLLER_VOTERS
@@ -42,7 +43,7 @@ TOOL=("${TOOL_JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "
       --command-config "$TOOLS_CONFIG")
 
 for file in ca.pem node.pem; do
-  [ -r "$SECRETS/$file" ] || { echo "start-kafka: $SECRETS/$file is missing: start the stack with iopipe/stack.py, which makes the certificates" >&2; exit 2; }
+  [ -r "$SECRETS/$file" ] || { echo "start-kafka: $SECRETS/$file is missing: start the stack with python3 -m iopipe.stack up, which makes the certificates" >&2; exit 2; }
 done
 
 if [ -n "${KAFKA_CONTROLLER_VOTERS:-}" ]; then
@@ -79,7 +80,7 @@ listener.name.certificates.ssl.client.auth=required
 listener.name.internal.ssl.client.auth=required
 listener.name.controller.ssl.client.auth=required
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
-super.users=User:CN=iopipe-kafka-node;User:iopipe-admin
+super.users=$(cat /opt/kafka/super-users.txt)
 allow.everyone.if.no.acl.found=false
 log.dirs=${DATA}
 auto.create.topics.enable=false
@@ -152,7 +153,7 @@ create_users() {
   note "users created"
 }
 
-# acls.txt: one AclCommand's arguments per line (stack.py writes it from schema/topics.json).
+# acls.txt: one AclCommand's arguments per line (from schema/topics.json).
 create_acls() {
   local line
   while read -r line; do
