@@ -16,7 +16,7 @@ fail() { echo "start-clickhouse: $*" >&2; exit 2; }
 # a random secret, not for a word a dictionary holds. So only random secrets are taken.
 for role in ADMIN WRITER READER; do
   var="IOPIPE_CLICKHOUSE_${role}_PASSWORD"
-  [ -n "${!var:-}" ] || fail "$var is not set; start the stack with iopipe/stack.py, which generates the passwords"
+  [ -n "${!var:-}" ] || fail "$var is not set; start the stack with python3 -m iopipe.stack up, which generates the passwords"
   password=${!var}
   [ "${#password}" -ge 32 ] || fail "$var is shorter than 32 characters: use a random secret (openssl rand -hex 16)"
 done

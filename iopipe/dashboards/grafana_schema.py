@@ -1,7 +1,7 @@
 """Grafana's own dashboard schema, as JSON Schema, and a check of dashboards against it.
 
-    python dashboards/grafana_schema.py                 # make the schemas (cached), print where
-    python dashboards/grafana_schema.py FILE.json ...   # check dashboards, print every error
+    python3 -m iopipe.dashboards.grafana_schema                 # make the schemas (cached), print where
+    python3 -m iopipe.dashboards.grafana_schema FILE.json ...   # check dashboards, print every error
 
 The schemas are generated from the TypeScript types Grafana publishes for the release the
 SDK is pinned to (npm @grafana/schema) with ts-json-schema-generator: the dashboard model
