@@ -10,7 +10,8 @@ mod skel {
 use anyhow::{anyhow, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapMut, PrintLevel, RingBuffer, RingBufferBuilder};
-use skel::{types, IotraceSkel, IotraceSkelBuilder};
+pub(crate) use skel::types;
+use skel::{IotraceSkel, IotraceSkelBuilder};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::mem::{size_of, MaybeUninit};
@@ -170,6 +171,7 @@ pub const KERNEL_COUNTERS: [(&str, &str, &str); 14] = [
     ("COUNTER_RETIRED", "hists_retired", "CPU copies of a disk's histograms retired: another disk took over its request queue"),
     ("COUNTER_RETIRED_LOST", "retired_lost", "of which found no room to retire: their counts are lost"),
 ];
+const _: () = assert!(KERNEL_COUNTERS.len() == types::bpf_counter::COUNTERS.0 as usize, "enum bpf_counter has more or fewer");
 
 /// The maps the agent reads and writes, borrowed from a skeleton that lives as long as
 /// the agent (the programs stay attached until it exits).

@@ -3,6 +3,7 @@
 //! from its own recent distribution.
 
 use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, FlushSequences, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
+use crate::iotrace::types;
 use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::reconcile::Reconciler;
@@ -17,12 +18,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const LATENCY_KINDS: [&str; 3] = ["device", "queue", "total"];
-const DEVICE: usize = 0;
+const DEVICE: usize = types::latency_kind::LATENCY_DEVICE.0 as usize;
 /// Flushes are left out of the reconciliation: diskstats counts them apart, by other rules.
-const FLUSH: usize = 3;
+const FLUSH: usize = types::io_op::IO_FLUSH.0 as usize;
 const OP_NAMES: [Op; OPS] = [Op::R, Op::W, Op::D, Op::F];
 /// In the order of enum sample_reason.
 const REASONS: [SampleReason; 3] = [SampleReason::Outlier, SampleReason::Uniform, SampleReason::Recorder];
+// The tables follow enums of iotrace.h, whose values reach here through the skeleton's
+// types: a table of another length does not compile (the tests check names and order).
+const _: () = assert!(LATENCY_KINDS.len() == types::latency_kind::LATENCY_KINDS.0 as usize);
+const _: () = assert!(OP_NAMES.len() == types::io_op::IO_FLUSH.0 as usize + 1);
+const _: () = assert!(REASONS.len() == types::sample_reason::SAMPLE_RECORDER.0 as usize + 1);
 
 pub struct Tracer {
     trace: IoTrace,

@@ -43,6 +43,15 @@ const volatile u64 quiet_ios = 0;         /* a disk with fewer completions in th
  * has its type (a ring buffer map names no value type). */
 struct event event_layout = {};
 
+/* Never written either: puts the enums the agent indexes its tables by in the object's
+ * BTF, so the skeleton carries their values and a table that disagrees does not compile. */
+struct enum_layout {
+	enum bpf_counter counter;
+	enum latency_kind latency;
+	enum io_op op;
+	enum sample_reason reason;
+} enum_layout = {};
+
 /* The interval the agent is reading; it bumps this before reading the maxima. */
 u64 interval = 0;
 /* Written by the agent with each disk's settings: the lowest outlier threshold of any
