@@ -18,14 +18,18 @@ MVN := mvn -B -q -Dstyle.color=never
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main stream-jobs/src/bench schema/records schema/topics.json schema/signing.json schema/pipeline.json -type f 2>/dev/null)
 
-.PHONY: help deps agent jobs images test test-unit test-schema test-dashboards test-infra test-vector test-agent test-jobs alertmanager test-integration test-faults test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers evaluate-precision dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
+.PHONY: help deps agent jobs images test test-quick test-unit test-jar test-disks test-stack test-cluster test-schema test-dashboards test-infra test-vector test-agent test-jobs alertmanager test-e2e demo down cluster-up cluster-down upgrade-job detect evaluate-peers evaluate-precision dashboards bench bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 
 help:
 	@echo "make demo    start the stack and watch a fault disk go bad as iopipe sees it (root)"
-	@echo "make test    every test (unit and integration), as CI runs it"
-	@echo "make test-unit   the fast loop: schema, Vector pipeline, agent and job unit tests"
-	@echo "make test-e2e    the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse"
-	@echo "make test-faults faults on a cluster: kills, Kafka nodes and ClickHouse replicas away, a restore"
+	@echo "make test    every tier of tests in turn, as CI runs it, with each tier's duration"
+	@echo "make test-quick   the inner loop: test-unit and test-jar"
+	@echo "make test-unit    no services: schema, dashboards, manifests, Vector pipeline, agent and job unit tests"
+	@echo "make test-jar     the job jar through make detect: scenarios, offline mode, precision set, peers, iostat"
+	@echo "make test-disks   the real agent tracing fault disks (root), no services"
+	@echo "make test-stack   Kafka, Flink, ClickHouse and Alertmanager in containers: thin slice, seeds end to end, warehouse, demo"
+	@echo "make test-cluster faults on a cluster: kills, Kafka nodes and ClickHouse replicas away; the job's state restored"
+	@echo "make test-e2e     the seed scenarios on fault disks through agent, Kafka, Flink and ClickHouse (in test-stack)"
 	@echo "make detect INPUT=records.ndjson OUTPUT=out.ndjson   offline mode"
 	@echo "make evaluate-precision   the precision set: verdicts on 2,000 healthy bursty disks and injected pathologies"
 	@echo "make evaluate-peers   slow_vs_peers on real fleet telemetry (Perseus layout): flagged vs labelled drives"
@@ -57,7 +61,15 @@ $(JOB_JAR): $(JOB_SOURCES)
 images:
 	@python3 -m iopipe.stack images
 
-test: deps test-unit images test-integration
+# The tiers, by what their tests need (pyproject.toml's markers); each prints its duration.
+TIERS := unit jar disks stack cluster
+PYTEST_TIER = $(PYTHON) -m pytest -v -rxX --durations=12 integration-tests -m
+
+test: deps
+	@bash infra/test-tiers.sh $(TIERS)
+
+test-quick: deps
+	@bash infra/test-tiers.sh unit jar
 
 test-unit: test-schema test-dashboards test-infra test-vector test-agent test-jobs
 
@@ -104,16 +116,26 @@ test-jobs:
 	@set -o pipefail; cd stream-jobs && mvn -B --no-transfer-progress -Dstyle.color=never package \
 	  | grep -E --line-buffered "Tests run:|FAIL|ERROR|BUILD"
 
-test-integration: $(VENV)/.installed agent $(JOB_JAR) $(IOPIPE_ALERTMANAGER_BIN)
-	@echo "[iopipe] integration tests: real Kafka, Flink and ClickHouse in containers"
-	@$(PYTHON) -m pytest -v --durations=12 integration-tests
+test-jar: $(VENV)/.installed agent $(JOB_JAR)
+	@echo "[iopipe] jar tier: the job jar through make detect (scenarios, offline mode, precision set, peers, iostat)"
+	@$(PYTEST_TIER) jar -n 2 --dist worksteal  # two at a time: each test is one JVM, none is timed
 
-# Faults on a cluster of its own (part of test-integration): processes killed, Kafka nodes
-# and ClickHouse replicas stopped, a job cancelled and restored; prints the accounting.
-test-faults: $(VENV)/.installed $(JOB_JAR) images
-	@$(PYTHON) -m pytest -v -s -rxX integration-tests/test_faults.py integration-tests/test_job_state.py
+test-disks: $(VENV)/.installed agent
+	@echo "[iopipe] disks tier: the real agent tracing fault disks (root)"
+	@$(PYTEST_TIER) disks
 
-# The seed scenarios on fault disks through the whole pipeline; prints the figures.
+test-stack: $(VENV)/.installed agent $(JOB_JAR) images $(IOPIPE_ALERTMANAGER_BIN)
+	@echo "[iopipe] stack tier: real Kafka, Flink, ClickHouse and Alertmanager"
+	@$(PYTEST_TIER) stack
+
+# Faults on a cluster of its own: processes killed, Kafka nodes and ClickHouse replicas
+# stopped, each on a disk of its own and at once where they touch different services;
+# then the job cancelled and restored on the same cluster. Prints the accounting (-s).
+test-cluster: $(VENV)/.installed agent $(JOB_JAR) images
+	@echo "[iopipe] cluster tier: faults on a cluster, the job's state carried across runs"
+	@$(PYTEST_TIER) cluster -s
+
+# The seed scenarios on fault disks through the whole pipeline (part of test-stack); prints the figures.
 test-e2e: $(VENV)/.installed agent $(JOB_JAR) images $(IOPIPE_ALERTMANAGER_BIN)
 	@$(PYTHON) -m pytest -v -s integration-tests/test_end_to_end.py
 
@@ -143,7 +165,7 @@ evaluate-peers: agent $(JOB_JAR)
 
 # The precision set: 2,000 healthy disks of bursty kinds and the injected pathologies over 30 minutes.
 evaluate-precision: $(JOB_JAR)
-	@python3 -m iopipe.synthetic.precision --evaluate 2000
+	@python3 -m iopipe.synthetic.precision --evaluate 2000 --out integration-tests/PRECISION.md
 
 bench: bench-agent bench-jobs bench-warehouse bench-ingest bench-fleet
 

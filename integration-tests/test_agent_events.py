@@ -7,10 +7,13 @@ import time
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from iopipe.faultdisk import BLOCK, FaultDisk, direct_read_spans, read_sectors, timed_direct_reads, write_burst
 
 from tracing_agent import TracingAgent
+
+pytestmark = pytest.mark.disks
 
 REPO = Path(__file__).resolve().parent.parent
 EVENT_SCHEMA = json.loads((REPO / "schema/records/io.event.v1.schema.json").read_text())

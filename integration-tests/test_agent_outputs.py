@@ -8,9 +8,13 @@ import threading
 import time
 import urllib.request
 
+import pytest
+
 from iopipe.faultdisk import FaultDisk, timed_direct_reads
 
 from tracing_agent import TracingAgent
+
+pytestmark = pytest.mark.disks
 
 
 class LineListener:

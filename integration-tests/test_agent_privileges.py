@@ -13,6 +13,8 @@ from iopipe.faultdisk import FaultDisk, timed_direct_reads
 
 from tracing_agent import ATTACHED, TracingAgent
 
+pytestmark = pytest.mark.disks
+
 # What the agent prints on stderr once it has dropped its capabilities (agent/src/main.rs).
 DROPPED = "every capability dropped"
 

@@ -13,10 +13,13 @@ import urllib.request
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from iopipe.faultdisk import FaultDisk, timed_direct_reads
 
 from tracing_agent import ATTACHED, RECONCILED_OPS
+
+pytestmark = pytest.mark.disks
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT_SCHEMA = json.loads((REPO / "schema/records/io.agent.v1.schema.json").read_text())

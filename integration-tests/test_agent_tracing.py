@@ -19,6 +19,8 @@ from iopipe.faultdisk.seeds import REVOLUTION_7200_RPM_US
 
 from tracing_agent import TracingAgent
 
+pytestmark = pytest.mark.disks
+
 REPO = Path(__file__).resolve().parent.parent
 HIST_SCHEMA = json.loads((REPO / "schema/records/io.hist.v1.schema.json").read_text())
 # Service times kept clear of the 2048/4096/8192/16384 us bucket edges, so each mode

@@ -10,6 +10,8 @@ import pytest
 
 from iopipe import stack, tickets
 
+pytestmark = pytest.mark.stack
+
 
 @pytest.fixture(scope="module")
 def alertmanager():

@@ -4,7 +4,11 @@ and histogram, both anomalies with their evidence, the health changes with the t
 the SQL to see the same, and the ticket Alertmanager sent with its heatmap."""
 import uuid
 
+import pytest
+
 from iopipe import demo
+
+pytestmark = pytest.mark.stack
 
 
 def test_the_tour_shows_a_disk_retrying_then_failing_and_why(pipeline, tickets, agent_bin, capsys):

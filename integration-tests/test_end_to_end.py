@@ -23,6 +23,8 @@ from iopipe.faultdisk.seeds import SCENARIOS, Run, play_together, scenario_disk
 import tracing_agent
 from kafka_records import consume_host, dead_letters_naming
 
+pytestmark = pytest.mark.stack
+
 GROUPS = (("S1", "S2", "S3", "S4", "S5"), ("S6",))
 FIGURES = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe")) / "end-to-end.md"
 

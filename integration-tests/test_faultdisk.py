@@ -11,6 +11,8 @@ import pytest
 from iopipe.faultdisk import BLOCK, FaultDisk, run_fio, timed_direct_reads
 from iopipe.faultdisk.seeds import REVOLUTION_7200_RPM_US
 
+pytestmark = pytest.mark.disks
+
 
 def fio_median_latency_ms(device, iodepth):
     """The median, not the mean: a loaded machine's scheduling delays lengthen a few I/Os a

@@ -8,6 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+pytestmark = pytest.mark.jar
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "stream-jobs/bench/slow_vs_peers.py"
 NO_DATA = 3  # slow_vs_peers.py's exit status when it finds no data set

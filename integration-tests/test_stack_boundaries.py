@@ -23,6 +23,8 @@ from iopipe.synthetic import scenarios
 from conftest import services
 from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_host, dead_letters_naming, produce
 
+pytestmark = pytest.mark.stack
+
 # A consumer refused a topic, or a group its principal may not join.
 DENIED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED)
 

@@ -6,10 +6,14 @@ import math
 import subprocess
 import uuid
 
+import pytest
+
 from iopipe import stack
 
 import iostat_reference
 from kafka_records import consume_host
+
+pytestmark = pytest.mark.stack
 
 WINDOW_S = stack.BASE_WINDOW_S
 SAMPLES = 32

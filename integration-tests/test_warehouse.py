@@ -20,6 +20,8 @@ from testkit import warehouse_fixture
 
 from kafka_records import ACCEPTED_TOPICS, TOPICS, dead_letters_naming, produce
 
+pytestmark = pytest.mark.stack
+
 NS = 1_000_000_000
 INGESTED_FROM = warehouse_fixture.INGESTED_FROM  # with no job running, a test passes the agent records on itself
 DAY_S = 86400
