@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,10 +99,18 @@ HEALTH_RECOVERY = "PT1M"
 DISK_IDLENESS = "PT30S"
 
 
-def pytest_collection_modifyitems(items):
-    """The modules that use the session's pipeline run last, each whole and in its order:
-    the stack then stands idle through none of the others (the fault cluster among them),
-    which have the machine's two cores to themselves."""
+TIERS = ("jar", "disks", "stack", "cluster")  # pyproject.toml says what each needs
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test is in exactly one tier (`pytestmark` of its module). The modules that use
+    the session's pipeline run last, each whole and in its order: the stack then stands
+    idle through none of the others, which have the machine's two cores to themselves."""
+    untiered = {item.nodeid: [m.name for m in item.iter_markers() if m.name in TIERS] for item in items}
+    untiered = {test: tiers for test, tiers in untiered.items() if len(tiers) != 1}
+    if untiered:
+        raise pytest.UsageError("each integration test needs exactly one tier marker (pytestmark = pytest.mark.<tier>, "
+                                f"one of {', '.join(TIERS)}): {untiered}")
     using_pipeline = {item.module.__name__ for item in items if "pipeline" in item.fixturenames}
     items.sort(key=lambda item: item.module.__name__ in using_pipeline)
 
@@ -111,13 +118,8 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def pipeline():
     with services(SERVICES) as (ports, users, containers):
-        # The job needs none of ClickHouse's tables, whose Kafka tables read from the
-        # topics' start: the two are set up side by side.
-        with ThreadPoolExecutor(1) as pool:
-            migrated = pool.submit(stack.migrate_clickhouse, ports, users)
-            job_id = stack.submit_live_job(ports, job_args=("--health-recovery", HEALTH_RECOVERY,
-                                                            "--disk-idleness", DISK_IDLENESS))
-            migrated.result()
+        job_id = stack.migrate_and_submit(ports, users, job_args=("--health-recovery", HEALTH_RECOVERY,
+                                                                  "--disk-idleness", DISK_IDLENESS))
         yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"),
                               containers)
 
@@ -133,6 +135,18 @@ def tickets(pipeline):
             yield local
     finally:
         receiver.close()
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """The cluster of `make cluster-up` (ZooKeeper, Kafka x3, Flink with a standby JobManager
+    and 2 TaskManagers, ClickHouse x2) under a name of its own, the live job running at
+    DISK_IDLENESS: the fault tests' first, then the job state tests'."""
+    cluster = stack.Cluster.fresh(f"iopipe-cluster-{uuid.uuid4().hex[:8]}")
+    try:
+        yield stack.cluster_up(cluster, job_args=("--disk-idleness", DISK_IDLENESS))
+    finally:
+        stack.cluster_down(cluster)
 
 
 @pytest.fixture(scope="module")

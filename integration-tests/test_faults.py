@@ -10,7 +10,12 @@ histograms + what it reported missing; every read of the histograms is in exactl
 again with what came late) and stored once in ClickHouse, in the raw table and each
 latency rollup, on each replica and through the Distributed tables; the disk was judged as S1 is, once (one anomaly per severity, one
 ticket). The accounting of every fault is printed and written to $IOPIPE_CACHE/faults.md
-(figures: FAULTS.md)."""
+(figures: FAULTS.md).
+
+The faults strike at once where they touch different services, each on a disk and under a
+host of its own: the accounting is per host, and every host's must hold whatever else
+the cluster goes through meanwhile. Two faults on one service take turns, and every Kafka
+node away comes last, alone (TOGETHER, ALONE)."""
 import dataclasses
 import json
 import os
@@ -20,6 +25,8 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,9 +34,10 @@ import pytest
 from iopipe import stack
 from iopipe.faultdisk.seeds import SCENARIOS, Run, scenario_disk
 
-from conftest import DISK_IDLENESS
 from kafka_records import TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
+
+pytestmark = pytest.mark.cluster
 
 SECONDS = 80
 WINDOW_S = stack.BASE_WINDOW_S
@@ -45,29 +53,82 @@ COLUMNS = ("I/Os: kernel diskstats = agent histograms (+ reported missing)",
 ACCOUNTED = {}  # fault -> its accounting, for the figures
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    cluster = stack.Cluster.fresh(f"iopipe-faults-{uuid.uuid4().hex[:8]}")
-    try:
-        yield stack.cluster_up(cluster, job_args=("--disk-idleness", DISK_IDLENESS))
-    finally:
-        stack.cluster_down(cluster)
-        write_figures()
-
-
-@pytest.fixture
-def dusty_disk(cluster, agent_bin, request, tmp_path):
+@contextmanager
+def traced_dusty_disk(cluster, agent_bin, fault, directory):
     """S1's fault disk, its workload started and traced by an agent of its own, which keeps
     a state file as the DaemonSet's agents do."""
-    fault = request.node.name.removeprefix("test_")
     host = f"faults-{uuid.uuid4().hex[:8]}"
     with scenario_disk(DUSTY) as fault_disk:
-        disk = TracedDustyDisk(cluster, fault, host, fault_disk, AgentOf(agent_bin, cluster.ports.brokers, host, tmp_path))
+        disk = TracedDustyDisk(cluster, fault, host, fault_disk, AgentOf(agent_bin, cluster.ports.brokers, host, directory))
         try:
             yield disk
         finally:
             disk.workload.join()
             disk.agent.stop(check=False)
+
+
+class Faults:
+    """The faults of TOGETHER each in a thread of its own, started once the faults it waits
+    for have recovered; then those of ALONE, one after the other. A test asks for its
+    fault's outcome."""
+
+    def __init__(self, cluster, agent_bin, directories):
+        self.cluster, self.agent_bin, self.directories = cluster, agent_bin, directories
+        self.recovered = {strike: threading.Event() for strike in TOGETHER}
+        self.pool = ThreadPoolExecutor(len(TOGETHER) + 1, thread_name_prefix="fault")
+        self.outcomes = {strike: self.pool.submit(self.strike_together, strike) for strike in TOGETHER}
+        alone = self.pool.submit(self.strike_alone, list(self.outcomes.values()))
+        self.outcomes.update({strike: alone for strike in ALONE})
+
+    def strike_together(self, strike):
+        try:
+            for earlier in TOGETHER[strike]:
+                self.recovered[earlier].wait()
+            self.strike_and_account(strike, recovered=self.recovered[strike])
+        finally:
+            self.recovered[strike].set()  # a fault that failed before it struck holds none back
+
+    def strike_alone(self, together):
+        for outcome in together:
+            outcome.exception()  # done, whichever way
+        failed = []
+        for strike in ALONE:
+            try:
+                self.strike_and_account(strike)
+            except Exception as e:  # noqa: BLE001 - each fault's test raises its own
+                failed.append((strike, e))
+        return failed
+
+    def strike_and_account(self, strike, recovered=None):
+        name = strike.__name__
+        with traced_dusty_disk(self.cluster, self.agent_bin, name, self.directories.mktemp(name)) as disk:
+            try:
+                strike(self.cluster, disk)
+            finally:
+                if recovered:
+                    recovered.set()
+            disk.assert_judged_once_and_counted_exactly()
+
+    def outcome(self, strike):
+        """The fault's outcome: its failure raised here."""
+        result = self.outcomes[strike].result()
+        if strike in ALONE:
+            for failed, error in result:
+                if failed is strike:
+                    raise error
+
+    def wait_for_all(self):
+        self.pool.shutdown(wait=True)
+
+
+@pytest.fixture(scope="module")
+def faults(cluster, agent_bin, tmp_path_factory):
+    running = Faults(cluster, agent_bin, tmp_path_factory)
+    try:
+        yield running
+    finally:
+        running.wait_for_all()
+        write_figures()
 
 
 class AgentOf:
@@ -341,20 +402,20 @@ def failures(ports, job_id):
     return len(stack.http_json(f"{ports.flink_url}/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"])
 
 
-def test_a_taskmanager_killed_mid_window_loses_nothing(cluster, dusty_disk):
+def a_taskmanager_killed_mid_window_loses_nothing(cluster, dusty_disk):
     dusty_disk.wait_for_ticket()
     time.sleep(8)  # the disk's open windows now hold reads not yet checkpointed
     job_id = stack.running_job(cluster.ports)
-    taskmanager = taskmanager_running(cluster, job_id)
+    # (The other faults may have the job restarting at this moment: its tasks are on no TaskManager.)
+    taskmanager = stack.wait_for("a TaskManager running the job", lambda: taskmanager_running(cluster, job_id))
     restarted_before, failed_before = restarts(taskmanager), failures(cluster.ports, job_id)
     crash(taskmanager)
     stack.wait_for("the TaskManager restarted", lambda: restarts(taskmanager) > restarted_before)
     stack.wait_for("the job failed over and running again", timeout_s=240, check=lambda: (
         failures(cluster.ports, job_id) > failed_before and job_running_on(cluster.ports) == job_id))
-    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_the_leading_jobmanager_killed_hands_the_job_to_the_standby(cluster, dusty_disk):
+def the_leading_jobmanager_killed_hands_the_job_to_the_standby(cluster, dusty_disk):
     dusty_disk.wait_for_ticket()
     leader = leading_jobmanager(cluster)
     job_id = stack.running_job(cluster.ports.with_flink_rest_of(leader))
@@ -362,10 +423,9 @@ def test_the_leading_jobmanager_killed_hands_the_job_to_the_standby(cluster, dus
     crash(cluster.container(f"flink-jobmanager-{leader}"))
     standby = cluster.ports.with_flink_rest_of(3 - leader)
     stack.wait_for("the standby running the job", lambda: job_running_on(standby) == job_id, timeout_s=240)
-    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_a_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
+def a_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
     dusty_disk.play_until(20)
     broker = cluster.container("kafka-2")
     subprocess.run(["docker", "stop", broker], check=True, capture_output=True)
@@ -376,10 +436,9 @@ def test_a_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
     finally:
         subprocess.run(["docker", "start", broker], check=True, capture_output=True)
     stack.wait_for("kafka-2 back", lambda: "iopipe: topics ready" in logs_since_start(broker))
-    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_every_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
+def every_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
     """The agent holds what it reads meanwhile (up to 64 MiB) and retries; when the nodes
     are back the job reads the backlog of three topics, each at its own pace, and still
     windows every I/O once: a disk heard again after a silence waits for each kind of its
@@ -397,31 +456,76 @@ def test_every_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
     for broker in brokers:
         stack.wait_for(f"{broker} back", lambda b=broker: "iopipe: topics ready" in logs_since_start(b))
     wait_until_every_partition_takes_writes(cluster, brokers[0])
-    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_clickhouse_replicas_stopped_lose_nothing(cluster, dusty_disk):
-    """One replica stopped for 2 minutes: the other's Kafka tables take over its share of
-    the topics' partitions, and it fetches what it missed when it is back. Then both for 2
-    minutes: the records wait in Kafka, read from the offsets the replicas committed."""
+# One replica away for longer than its Kafka consumers' session (librdkafka's default is
+# 45 s; a replica stopped cleanly leaves its group at once), so the other's take over its
+# partitions; then both away for several of the Kafka tables' flush intervals (7.5 s).
+ONE_REPLICA_AWAY_S = 60
+BOTH_REPLICAS_AWAY_S = 30
+
+
+def clickhouse_replicas_stopped_lose_nothing(cluster, dusty_disk):
+    """One replica stopped: the other's Kafka tables take over its share of the topics'
+    partitions, and it fetches what it missed when it is back. Then both: the records wait
+    in Kafka, read from the offsets the replicas committed."""
     dusty_disk.play_until(20)
     replicas = [cluster.container(f"clickhouse-{replica}") for replica in stack.CLICKHOUSE_REPLICAS]
-    for stopped in (replicas[:1], replicas):
+    for stopped, away_s in ((replicas[:1], ONE_REPLICA_AWAY_S), (replicas, BOTH_REPLICAS_AWAY_S)):
         subprocess.run(["docker", "stop", *stopped], check=True, capture_output=True)
         try:
-            time.sleep(120)
+            time.sleep(away_s)
         finally:
             subprocess.run(["docker", "start", *stopped], check=True, capture_output=True)
         for replica in stack.CLICKHOUSE_REPLICAS:
             stack.wait_for(f"ClickHouse replica {replica}", lambda r=replica: stack.clickhouse_answers(
                 cluster.ports.of_clickhouse_replica(r)))
-    dusty_disk.assert_judged_once_and_counted_exactly()
 
 
-def test_the_agent_killed_and_started_again_loses_nothing_silently(cluster, dusty_disk):
+def the_agent_killed_and_started_again_loses_nothing_silently(cluster, dusty_disk):
     """SIGKILL, 5 s with no agent, then the agent again with its state file: the second run
     reports missing what the first had not delivered and all that completed meanwhile,
     counted apart as lost to the restart; the disk's records resume under the same host."""
     dusty_disk.play_until(25)
     dusty_disk.kill_agent_and_start_it_again(down_s=5)
-    dusty_disk.assert_judged_once_and_counted_exactly()
+
+
+# Each fault strikes and waits until the cluster has recovered; then its disk's accounting.
+# Faults on different services strike at once: fault -> the faults whose recovery it waits
+# for. The JobManager is killed once the TaskManager's tasks have failed over, so that each
+# is the fault it names, not two at once on one service.
+TOGETHER = {
+    a_taskmanager_killed_mid_window_loses_nothing: (),
+    a_kafka_node_away_for_a_minute_loses_nothing: (),
+    clickhouse_replicas_stopped_lose_nothing: (),
+    the_agent_killed_and_started_again_loses_nothing_silently: (),
+    the_leading_jobmanager_killed_hands_the_job_to_the_standby: (a_taskmanager_killed_mid_window_loses_nothing,),
+}
+# Every Kafka node away holds up every host's records and reads, and an agent stopped
+# meanwhile gives up on what it holds after its stall timeout: these strike once the others
+# are done, one at a time.
+ALONE = (every_kafka_node_away_for_a_minute_loses_nothing,)
+
+
+def test_a_taskmanager_killed_mid_window_loses_nothing(faults):
+    faults.outcome(a_taskmanager_killed_mid_window_loses_nothing)
+
+
+def test_the_leading_jobmanager_killed_hands_the_job_to_the_standby(faults):
+    faults.outcome(the_leading_jobmanager_killed_hands_the_job_to_the_standby)
+
+
+def test_a_kafka_node_away_for_a_minute_loses_nothing(faults):
+    faults.outcome(a_kafka_node_away_for_a_minute_loses_nothing)
+
+
+def test_every_kafka_node_away_for_a_minute_loses_nothing(faults):
+    faults.outcome(every_kafka_node_away_for_a_minute_loses_nothing)
+
+
+def test_clickhouse_replicas_stopped_lose_nothing(faults):
+    faults.outcome(clickhouse_replicas_stopped_lose_nothing)
+
+
+def test_the_agent_killed_and_started_again_loses_nothing_silently(faults):
+    faults.outcome(the_agent_killed_and_started_again_loses_nothing_silently)

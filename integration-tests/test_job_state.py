@@ -1,7 +1,8 @@
 """The live job's state outlives a run of the job: kept in RocksDB, checkpointed
 incrementally to the directory the Flink processes share and retained when the job is
 cancelled, it restores into a new run, so a disk already failing keeps its one ticket
-and its anomaly's episode instead of being judged anew from its next records."""
+and its anomaly's episode instead of being judged anew from its next records. On the
+fault cluster, after the faults: each test runs a job of its own there."""
 import os
 import random
 import shutil
@@ -15,8 +16,9 @@ import pytest
 from iopipe import stack
 from iopipe.synthetic import scenarios
 
-from conftest import services
 from kafka_records import TOPICS, consume_host, produce
+
+pytestmark = pytest.mark.cluster
 
 SECONDS = 150
 # The dusty disk has its ticket well before this; the rest of its records reach the job
@@ -57,9 +59,13 @@ def previous_build_jar():
 
 
 @pytest.fixture(scope="module")
-def kafka_and_flink():
-    with services(("kafka", "flink-jobmanager", "flink-taskmanager")) as (ports, _, containers):
-        yield ports, containers["kafka"]
+def kafka_and_flink(cluster):
+    """The cluster's Kafka and Flink, the job it was started with cancelled: a second job on
+    the same topics would judge each test's disk again, with tickets of its own."""
+    job = stack.running_job(cluster.ports)
+    if job:
+        stack.cancel_job(cluster.ports, job)
+    yield cluster.ports, cluster.container("kafka-1")
 
 
 def kafka_topics(container):

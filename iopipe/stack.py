@@ -32,6 +32,7 @@ import urllib.error
 import urllib.request
 import uuid
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -607,16 +608,22 @@ def up(ports=Ports(), users=None):
     say("starting Kafka, Flink and ClickHouse (docker-compose)")
     compose("up", "-d", "--remove-orphans", ports=ports, users=users)
     wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES})
-    return _migrate_and_submit(ports, users)
-
-
-def _migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
-    migrate_clickhouse(ports, users, clickhouse_cluster)
-    say("submitting the live job to Flink" + (f" ({' '.join(job_args)})" if job_args else ""))
-    job_id = submit_live_job(ports, job_args=job_args)
-    say(f"stack up: Flink UI {ports.flink_url}, ClickHouse {ports.clickhouse_url}, Kafka {ports.brokers}, job {job_id}")
+    migrate_and_submit(ports, users)
     say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
     return users
+
+
+def migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
+    """Migrates ClickHouse and runs the live job, side by side: the job needs none of
+    ClickHouse's tables, whose Kafka tables read the topics from their start. Returns the
+    job's id."""
+    with ThreadPoolExecutor(1) as pool:
+        migrated = pool.submit(migrate_clickhouse, ports, users, clickhouse_cluster)
+        say("submitting the live job to Flink" + (f" ({' '.join(job_args)})" if job_args else ""))
+        job_id = submit_live_job(ports, job_args=job_args)
+        migrated.result()
+    say(f"stack up: Flink UI {ports.flink_url}, ClickHouse {ports.clickhouse_url}, Kafka {ports.brokers}, job {job_id}")
+    return job_id
 
 
 def down():
@@ -667,7 +674,9 @@ def cluster_up(cluster=None, submit=True, job_args=()):
         cluster_compose("up", "-d", *services, cluster=cluster)
         wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services})
     if submit:
-        _migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER, job_args)
+        migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER, job_args)
+        if cluster.project == CLUSTER_PROJECT:
+            say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
     return cluster
 
 

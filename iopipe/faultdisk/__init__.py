@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from iopipe.diskstats_fields import COUNTERS
 from iopipe.paths import CACHE
 
 SOURCE = Path(__file__).resolve().parent / "faultdisk.c"
+# Disks that threads of one process set up at once take turns: two builds of the server
+# would write one binary together, and two free loop devices looked for at once may be one.
+_SETTING_UP = threading.Lock()
 
 
 def build():
@@ -61,6 +65,10 @@ class FaultDisk:
         return Path(self.device).name
 
     def __enter__(self):
+        with _SETTING_UP:
+            return self._set_up()
+
+    def _set_up(self):
         self._mountpoint = Path(tempfile.mkdtemp(prefix="iopipe-faultdisk-"))
         self._server = subprocess.Popen([str(build()), str(self._mountpoint), str(self.size_mib), self.profile],
                                         stderr=subprocess.PIPE, text=True)
