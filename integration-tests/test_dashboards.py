@@ -8,12 +8,17 @@ import json
 import math
 import uuid
 
+import pytest
+
 from iopipe.dashboards import macros
+from iopipe.dashboards.config import BASE_WINDOW_S
 from iopipe.paths import REPO
 from testkit import known_rows
 
+pytestmark = pytest.mark.stack
+
 MINUTE_START_S = 1_763_700_000  # a whole minute
-WINDOW_S = 10
+WINDOW_S = BASE_WINDOW_S
 
 
 def insert_windows(clickhouse, host):

@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from iopipe.diskstats_fields import COUNTERS
+from iopipe.stack import BASE_WINDOW_S
+
+pytestmark = pytest.mark.jar
 
 REPO = Path(__file__).resolve().parent.parent
 DETECT = REPO / "stream-jobs" / "bin" / "iopipe-detect"
@@ -104,7 +107,7 @@ def test_window_metrics_equal_real_iostat_on_the_same_snapshots(device, tmp_path
     records.write_text("\n".join(lines) + "\n")
     output = tmp_path / "windows.ndjson"
     subprocess.run([str(DETECT), "--input", str(records), "--output", str(output)], check=True, capture_output=True)
-    windows = {r["host"]: r for r in map(json.loads, output.read_text().splitlines()) if r["schema"] == "io.window.v1" and r["window_s"] == 10}
+    windows = {r["host"]: r for r in map(json.loads, output.read_text().splitlines()) if r["schema"] == "io.window.v1" and r["window_s"] == BASE_WINDOW_S}
     assert len(windows) == len(CASES)
 
     for i, (name, interval_cs, deltas) in enumerate(CASES):

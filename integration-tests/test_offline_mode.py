@@ -5,8 +5,12 @@ import subprocess
 from pathlib import Path
 
 import jsonschema
+import pytest
 
+from iopipe.stack import BASE_WINDOW_S, PIPELINE
 from iopipe.synthetic import scenarios
+
+pytestmark = pytest.mark.jar
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "stream-jobs" / "examples" / "diskstats-two-disks.ndjson"
@@ -28,7 +32,8 @@ def test_make_detect_writes_windows_and_verdicts_and_rejects_malformed_lines_wit
     for record in records:
         jsonschema.validate(record, schemas[record["schema"]])
     windows = [r for r in records if r["schema"] == "io.window.v1"]
-    assert sorted(w["window_s"] for w in windows) == [10] * 8 + [60] * 2
+    short, long = PIPELINE["window_s"]
+    assert sorted(w["window_s"] for w in windows) == [short] * 8 + [long] * 2
     sdb = [w for w in windows if w["disk"] == "sdb" and w["samples"] == 10]
     assert sdb and all(abs(w["read_await_ms"] - 269.71) < 0.01 and abs(w["queue_size"] - 1.97) < 1e-9 for w in sdb)
 
@@ -71,7 +76,7 @@ def test_a_converted_capture_given_its_disks_class_is_windowed_and_judged_by_it(
         return sorted({(r["kind"], r["severity"]) for r in out if r["schema"] == "io.anomaly.v1"})
 
     as_hdd = judged("--rotational", "true", "--model", "ST4000NM0035")
-    windows = [w for w in as_hdd if w["schema"] == "io.window.v1" and w["window_s"] == 10]
+    windows = [w for w in as_hdd if w["schema"] == "io.window.v1" and w["window_s"] == BASE_WINDOW_S]
     assert windows and all(w["rotational"] for w in windows)
     reads = sum(w["reads_completed"] for w in windows)
     assert reads == len(events), "every I/O of the capture is counted once in the windows' diskstats"
@@ -111,7 +116,7 @@ def test_a_capture_timed_from_the_queue_is_windowed_by_its_totals_and_never_judg
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "0 rejected" in run.stderr, run.stderr
     out = [json.loads(line) for line in output.read_text().splitlines()]
-    windows = [w for w in out if w["schema"] == "io.window.v1" and w["window_s"] == 10 and "latency" in w]
+    windows = [w for w in out if w["schema"] == "io.window.v1" and w["window_s"] == BASE_WINDOW_S and "latency" in w]
     assert sum(w["latency"]["R"]["count"] for w in windows) == len(events), "every I/O counted by its total time"
     for w in windows:
         assert w["latency"]["R"]["total"]["buckets_log2_us"] and not w["latency"]["R"]["device"]["buckets_log2_us"], w

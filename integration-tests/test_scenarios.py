@@ -1,6 +1,7 @@
-"""The seed scenarios S1-S6 as generated agent records through `make detect`: each
-prints exactly the verdicts SCENARIOS.md lists (the "no anomaly" ones too), with the
-seeds' numbers in the evidence, and every record it writes keeps to its schema."""
+"""The seed scenarios S1-S6 as generated agent records (iopipe/synthetic/scenarios.py)
+through `make detect`: each prints exactly the verdicts EXPECTED lists (the "no anomaly"
+ones too), with the seeds' numbers in the evidence, and every record it writes keeps to
+its schema."""
 import json
 import subprocess
 from pathlib import Path
@@ -8,7 +9,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from iopipe.stack import BASE_WINDOW_S
 from iopipe.synthetic import fleet, scenarios
+
+pytestmark = pytest.mark.jar
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = {path.name.removesuffix(".schema.json"): jsonschema.Draft202012Validator(json.loads(path.read_text()))
@@ -115,7 +119,7 @@ def test_windows_hold_exact_quantiles_and_queue_depth_when_every_io_is_an_event(
     its reader's one request in flight shows; S6 (histograms only) interpolates."""
     _, out = detect(tmp_path, "S2")
     reads = [r["latency"]["R"] for r in out
-             if r["schema"] == "io.window.v1" and r["window_s"] == 10 and "R" in r.get("latency", {})]
+             if r["schema"] == "io.window.v1" and r["window_s"] == BASE_WINDOW_S and "R" in r.get("latency", {})]
     assert reads and all(r["quantiles"] == "every_io" for r in reads), reads[:1]
     for r in reads:
         device = sorted(us for us in (r["device"]["p50_us"], r["device"]["p90_us"], r["device"]["p99_us"]))

@@ -11,6 +11,16 @@ PIPELINE_JSON = SCHEMA / "pipeline.json"
 # from, so a bucket of any width sums them exactly.
 BASE_WINDOW_S = json.loads(PIPELINE_JSON.read_text())["window_s"][0]
 
+
+def _values_of(record, field):
+    """The values the record's schema allows its field."""
+    return json.loads((SCHEMA / "records" / f"{record}.schema.json").read_text())["properties"][field]["enum"]
+
+
+HEALTH_STATES = _values_of("io.health.v1", "to_state")  # from healthy to failing
+ANOMALY_KINDS = _values_of("io.anomaly.v1", "kind")
+SEVERITIES = _values_of("io.anomaly.v1", "severity")  # from info to critical
+
 DATASOURCE_UID = "iopipe-clickhouse"
 DATASOURCE_TYPE = "grafana-clickhouse-datasource"
 # Where docs/runbooks/ is served; Grafana does not expand environment variables in a
@@ -48,7 +58,7 @@ IOSTAT = {
 FLEET = {
     "uid": "iopipe-fleet",
     "title": "iopipe / fleet overview",
-    "health_states": ["healthy", "suspect", "failing"],  # a disk with no transition is healthy
+    "health_states": HEALTH_STATES,  # a disk with no transition is healthy
     "worst_disks": 20,
     "worst_min_ios": 100,  # fewer I/Os than this give no meaningful p99 (as the cookbook)
 }
@@ -70,7 +80,7 @@ ANOMALY = {
 }
 
 # Severities of a detector's anomaly that page a rule; `info` findings are for dashboards.
-ALERTING_SEVERITIES = ["warning", "critical"]
+ALERTING_SEVERITIES = SEVERITIES[SEVERITIES.index("warning"):]
 
 # Alert rules, named <Subject><Symptom>: Host* rules carry the label host, Disk* rules host
 # and disk (Alertmanager holds a host's Disk* alerts back while a Host* alert fires for it).
@@ -106,3 +116,14 @@ RULES = [
      "description": "Several disks of one host failing together points at what they share (controller, "
                     "backplane, enclosure power, cabling) more than at each disk."},
 ]
+
+
+def _names_outside_the_schemas():
+    """What the rules name that the record schemas do not allow: an anomaly kind or a health state."""
+    named = [(kind, ANOMALY_KINDS) for rule in RULES for kind in rule.get("kinds", ())]
+    named += [(rule["state"], HEALTH_STATES) for rule in RULES if "state" in rule]
+    return sorted({name for name, allowed in named if name not in allowed})
+
+
+if _names_outside_the_schemas():
+    raise ValueError(f"alert rules name kinds or states no record schema allows: {_names_outside_the_schemas()}")
