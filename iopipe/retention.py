@@ -1,6 +1,6 @@
 """Drops the partitions of the raw tables that lie wholly past their retention
 (retention.json), what TTL does on a modern server. ClickHouse 18.16 has no TTL, so there
-`python3 -m iopipe.migrate retention` runs on a schedule (README, "ClickHouse"); on a modern server the
+`python3 -m iopipe.migrate retention` runs on a schedule (docs/warehouse.md, "Retention"); on a modern server the
 TTLs of 0010_retention_ttl remove the same rows as they expire, and running it as well
 drops only what they have emptied.
 
