@@ -7,7 +7,6 @@
 //! the end of its line, `#` and `=` included (passwords hold them). A key set twice is an
 //! error rather than a silent choice between two secrets.
 
-use crate::output::PRODUCER_SETTINGS;
 use anyhow::{bail, Context, Result};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
@@ -29,6 +28,21 @@ struct Setting {
     key: String,
     value: String,
 }
+
+/// Memory the producer may hold while the brokers are away; past it records are shed.
+const MAX_BUFFERED_KIB: &str = "65536";
+/// How long a record is retried before it counts as failed.
+const DELIVERY_TIMEOUT_MS: &str = "300000";
+
+/// The producer's settings besides the brokers, which a --kafka-config file cannot change.
+pub const PRODUCER_SETTINGS: [(&str, &str); 6] = [
+    ("client.id", "iopipe-agent"),
+    ("enable.idempotence", "true"),
+    ("compression.type", "lz4"),
+    ("linger.ms", "100"),
+    ("queue.buffering.max.kbytes", MAX_BUFFERED_KIB),
+    ("message.timeout.ms", DELIVERY_TIMEOUT_MS),
+];
 
 /// librdkafka's names for the brokers, which are --brokers.
 const BROKERS: &[&str] = &["bootstrap.servers", "metadata.broker.list"];

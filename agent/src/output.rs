@@ -1,6 +1,6 @@
 //! Where records go: NDJSON on stdout or a unix socket (for Vector), or straight to Kafka.
 
-use crate::kafka_config::KafkaConfig;
+use crate::kafka_config::{KafkaConfig, PRODUCER_SETTINGS};
 use crate::signing::{self, HostKey};
 use anyhow::{Context, Result};
 use rdkafka::config::ClientConfig;
@@ -159,8 +159,6 @@ pub struct KafkaSink {
     signing_key: Option<HostKey>,
 }
 
-/// Memory the producer may hold while the brokers are away; past it records are shed.
-const MAX_BUFFERED_KIB: &str = "65536";
 /// How long closing waits for the brokers to take any more of the buffered records. A
 /// backlog held through an outage is still being delivered when a stop comes; librdkafka's
 /// reconnect backoff reaches 10 s, so a stall shorter than that is not the end.
@@ -168,19 +166,6 @@ const CLOSE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often closing looks at the delivery's progress.
 const CLOSE_STEP: Duration = Duration::from_secs(1);
 const CLOSE_PROGRESS_EVERY: Duration = Duration::from_secs(5);
-/// How long a record is retried before it counts as failed.
-const DELIVERY_TIMEOUT_MS: &str = "300000";
-
-/// The producer's settings besides the brokers, which a --kafka-config file cannot change
-/// (kafka_config.rs).
-pub const PRODUCER_SETTINGS: [(&str, &str); 6] = [
-    ("client.id", "iopipe-agent"),
-    ("enable.idempotence", "true"),
-    ("compression.type", "lz4"),
-    ("linger.ms", "100"),
-    ("queue.buffering.max.kbytes", MAX_BUFFERED_KIB),
-    ("message.timeout.ms", DELIVERY_TIMEOUT_MS),
-];
 
 impl KafkaSink {
     /// A producer for `brokers`, with the settings of `file` added to the agent's own, that
