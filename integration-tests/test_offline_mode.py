@@ -44,6 +44,12 @@ def test_make_detect_writes_windows_and_verdicts_and_rejects_malformed_lines_wit
     assert rejects[1]["reason"].startswith("not JSON")
 
 
+def test_iopipe_detect_help_says_how_to_run_it():
+    run = subprocess.run([REPO / "stream-jobs/bin/iopipe-detect", "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("usage: iopipe-detect --input records.ndjson --output out.ndjson"), run.stdout
+
+
 def biosnoop_capture(events):
     """Events as bcc's biosnoop -Q prints them: completion time since the trace began, the
     device time (LAT) and the time queued before it (QUE), in ms."""

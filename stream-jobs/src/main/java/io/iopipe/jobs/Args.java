@@ -1,5 +1,6 @@
 package io.iopipe.jobs;
 
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -14,6 +15,11 @@ public final class Args {
             }
             values.put(argv[i].substring(2), argv[++i]);
         }
+    }
+
+    /** Whether the command line asks for the usage (--help or -h anywhere in it). */
+    public static boolean asksForHelp(String[] argv) {
+        return Arrays.asList(argv).contains("--help") || Arrays.asList(argv).contains("-h");
     }
 
     public String required(String name) {

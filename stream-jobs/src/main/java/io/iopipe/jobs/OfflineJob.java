@@ -29,7 +29,17 @@ public final class OfflineJob {
 
     private OfflineJob() {}
 
+    static final String USAGE = """
+            usage: iopipe-detect --input records.ndjson --output out.ndjson [--rejects rejects.ndjson]
+            Runs the live job's graph over a file of schema records (make detect INPUT=... OUTPUT=...):
+            every record it makes to --output, every rejected line with its reason to --rejects
+            (default OUTPUT.rejects.ndjson), each verdict printed on a line of its own.""";
+
     public static void main(String[] argv) throws Exception {
+        if (Args.asksForHelp(argv)) {
+            System.out.println(USAGE);
+            return;
+        }
         Args args;
         try {
             args = new Args(argv);
@@ -37,7 +47,7 @@ public final class OfflineJob {
             args.required("output");
         } catch (IllegalArgumentException e) {
             System.err.println("iopipe detect: " + e.getMessage());
-            System.err.println("usage: --input records.ndjson --output out.ndjson [--rejects rejects.ndjson]");
+            System.err.println(USAGE.lines().findFirst().orElseThrow());
             System.exit(2);
             return;
         }
