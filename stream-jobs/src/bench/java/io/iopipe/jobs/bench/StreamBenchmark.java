@@ -386,7 +386,7 @@ public final class StreamBenchmark {
 
     /** A window open over `records`, with the identities it keeps to merge a resend once. */
     private static DiskWindow accumulated(WindowFunctions.Accumulate accumulate, List<DiskRecord> records) {
-        DiskWindow w = accumulate.createAccumulator();
+        DiskWindow w = accumulate.openWindow();
         for (DiskRecord r : records) {
             if (w.firstSeen(r.identity(), r.hist != null)) {
                 accumulate.add(r, w);

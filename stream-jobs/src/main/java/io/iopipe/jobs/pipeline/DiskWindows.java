@@ -116,7 +116,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private void add(DiskRecord r, long startMs, Context ctx) throws Exception {
         DiskWindow w = open.get(startMs);
         if (w == null) {
-            w = accumulate.createAccumulator();
+            w = accumulate.openWindow();
             // Fires only with the final watermark of a bounded input: the disk's own clock closes windows before.
             ctx.timerService().registerEventTimeTimer(startMs + lengthMs - 1);
         }
@@ -166,7 +166,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     /** A late kernel histogram, on its own, for the latency rollups of its closed window. */
     private void amendRollups(DiskRecord r, long startMs, Collector<DiskWindow> out) {
-        DiskWindow amendment = accumulate.stamped(accumulate.add(r, accumulate.createAccumulator()), startMs);
+        DiskWindow amendment = accumulate.stamped(accumulate.add(r, accumulate.openWindow()), startMs);
         amendment.amendsClosedWindow = true;
         out.collect(amendment);
         lateHistogramsRolledUp.inc();

@@ -31,7 +31,8 @@ public final class WindowFunctions {
             return tsMs - Math.floorMod(tsMs, lengthMs);
         }
 
-        public DiskWindow createAccumulator() {
+        /** A window with nothing in it yet. */
+        public DiskWindow openWindow() {
             return new DiskWindow();
         }
 

@@ -102,7 +102,7 @@ final class SerialDisk {
     DiskWindow window(long startNs) {
         WindowFunctions.Accumulate windows = new WindowFunctions.Accumulate(WINDOW_SECONDS);
         long startMs = startNs / MS_NS;
-        DiskWindow w = windows.createAccumulator();
+        DiskWindow w = windows.openWindow();
         for (DiskRecord r : sentAround(startNs)) {
             if (windows.windowStartMs(r) == startMs) {
                 windows.add(r, w);
