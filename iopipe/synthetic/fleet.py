@@ -21,13 +21,17 @@ import random
 import sys
 
 from iopipe.synthetic import scenarios
-from iopipe.synthetic.scenarios import SAMPLE_PHASE_NS, SECOND_NS, SECTOR_BYTES, START_NS
+from iopipe.synthetic.agent_records import (LATENCY_KINDS, SECTOR_BYTES, AgentRecords, DiskCounters,
+                                            latency_histograms, whole_ms)
+from iopipe.synthetic.scenarios import SAMPLE_PHASE_NS, SECOND_NS, START_NS
 
 DRAWS = 32
 EVENT_EVERY = 8  # of the draws: a uniform sample, weighted by how many I/Os each stands for
 LOAD_CHANGES_EVERY_S = 5
 HOST_PREFIX = "fleet-"
 DISKS_PER_HOST = 8
+# The application whose I/Os the agent samples.
+TASK = {"comm": "app", "pid": 4242}
 
 
 class Kind:
@@ -123,9 +127,9 @@ class HealthyDisk:
     def __init__(self, rng, host, name, kind, interval_ns=SECOND_NS):
         self.rng, self.host, self.name, self.kind = rng, host, name, kind
         self.interval_ns = interval_ns  # how often its agent sends: every second by default
-        self.totals = dict(reads=0, read_sectors=0, read_ms=0, writes=0, write_sectors=0, write_ms=0,
-                           busy_ms=0, weighted_ms=0)
-        self.sector = rng.randrange(1 << 30)
+        self.counters = DiskCounters()
+        self.agent = AgentRecords(TASK, first_sector=rng.randrange(1 << 30), host=host, disk=name,
+                                  rotational=kind.rotational)
         self.depth = 0
 
     def second(self, second):
@@ -135,7 +139,8 @@ class HealthyDisk:
         if second % LOAD_CHANGES_EVERY_S == 0:
             self.depth = self.rng.choice(self.kind.depths)
         # The agent samples diskstats as it starts, before any interval.
-        out, in_flight_ms = [self.diskstats(end - self.interval_ns)] if second == 0 else [], 0.0
+        out = [self.agent.diskstats(end - self.interval_ns, self.counters, self.depth)] if second == 0 else []
+        in_flight_ms = 0.0
         rate = self.depth / (self.mean_latency_us() / 1e6) if self.depth else 0
         for op, share in (("R", self.kind.read_share), ("W", 1 - self.kind.read_share)):
             count = int(rate * share * self.interval_ns / SECOND_NS * self.rng.uniform(0.85, 1.15))
@@ -148,10 +153,10 @@ class HealthyDisk:
             out.extend(self.sampled_events(op, end, count - len(rare), common))
             out.extend(self.outlier_events(op, end, rare))
             latency_ms = (mean_of(common) * (count - len(rare)) + sum(d + q for d, q in rare)) / 1000
-            self.add_completions(op, count, latency_ms)
+            self.counters.complete(op, count, count * self.kind.size // SECTOR_BYTES, whole_ms(latency_ms))
             in_flight_ms += latency_ms
         self.add_busy_time(in_flight_ms)
-        out.append(self.diskstats(end))
+        out.append(self.agent.diskstats(end, self.counters, self.depth))
         return out
 
     def add_busy_time(self, in_flight_ms):
@@ -164,8 +169,7 @@ class HealthyDisk:
             busy = mean_in_flight / (1 + mean_in_flight)
         else:
             busy = 1 - math.exp(-mean_in_flight)
-        self.totals["busy_ms"] += int(interval_ms * busy)
-        self.totals["weighted_ms"] += int(in_flight_ms)
+        self.counters.add_busy(whole_ms(interval_ms * busy), whole_ms(in_flight_ms))
 
     def mean_latency_us(self):
         return sum(sum(self.latency(op)) for op in "RWRWRWRW") / 8
@@ -184,52 +188,27 @@ class HealthyDisk:
 
     def histograms(self, op, end, count, common, rare):
         """The common I/Os' draws scaled to their count, plus each rare I/O as itself."""
-        out = []
-        for kind, pick in (("device", lambda d: d[0]), ("queue", lambda d: d[1]), ("total", lambda d: d[0] + d[1])):
-            h = scenarios.histogram(self.host, self.name, op, kind, end - self.interval_ns, end, [pick(d) for d in common])
+        hists = latency_histograms(common)
+        for kind, hist in hists.items():
             if common:
-                scenarios.scale_histogram(h, count - len(rare))
-            for d in rare:
-                us = pick(d)
-                h["buckets_log2_us"] += [0] * (64 - len(h["buckets_log2_us"]))
-                h["buckets_log2_us"][scenarios.bucket_of(us)] += 1
-                h["count"] += 1
-                h["sum_us"] += us
-                h["max_us"] = max(h["max_us"], us)
-            out.append(scenarios.trimmed(h))
-        return out
+                hist.scale_to(count - len(rare))
+            hist.add(LATENCY_KINDS[kind](device, queue) for device, queue in rare)
+        return self.agent.histograms(op, end - self.interval_ns, end, hists)
 
     def sampled_events(self, op, end, count, draws):
         """The agent's uniform sample: a few of the common I/Os, each standing for its share of them."""
         chosen = draws[::EVENT_EVERY]
-        return [self.event(op, end, i, len(chosen), d, "uniform", count / len(chosen)) for i, d in enumerate(chosen)]
+        return self.agent.spread_events(op, end, self.interval_ns,
+                                        [self.sampled(d, "uniform", count / len(chosen)) for d in chosen])
 
     def outlier_events(self, op, end, rare):
         """The agent sends every outlier as itself: a rare I/O never stands for common ones."""
-        return [self.event(op, end, i, len(rare), d, "outlier", 1) for i, d in enumerate(rare)]
+        return self.agent.spread_events(op, end, self.interval_ns, [self.sampled(d, "outlier", 1) for d in rare])
 
-    def event(self, op, end, i, of, draw, reason, weight):
+    def sampled(self, draw, reason, weight):
+        """A drawn I/O as AgentRecords.spread_events takes it."""
         device, queue = draw
-        complete = end - self.interval_ns + (i + 1) * self.interval_ns // (of + 1)
-        self.sector += self.kind.size // SECTOR_BYTES
-        return {"schema": "io.event.v1", "host": self.host, "disk": self.name, "op": op,
-                "bytes": self.kind.size, "sector": self.sector, "issue_ns": complete - device * 1000,
-                "complete_ns": complete, "queue_ns": queue * 1000, "inflight": self.depth, "error": 0,
-                "comm": "app", "pid": 4242, "sample_reason": reason, "sample_weight": max(1.0, weight)}
-
-    def add_completions(self, op, count, latency_ms):
-        prefix = "read" if op == "R" else "write"
-        self.totals[prefix + "s"] += count
-        self.totals[prefix + "_sectors"] += count * self.kind.size // SECTOR_BYTES
-        self.totals[prefix + "_ms"] += int(latency_ms)
-
-    def diskstats(self, t):
-        s = self.totals
-        return {"schema": "io.diskstats.v1", "host": self.host, "disk": self.name, "ts_ns": t,
-                "rotational": self.kind.rotational, "reads_completed": s["reads"], "reads_merged": 0,
-                "sectors_read": s["read_sectors"], "read_time_ms": s["read_ms"], "writes_completed": s["writes"],
-                "writes_merged": 0, "sectors_written": s["write_sectors"], "write_time_ms": s["write_ms"],
-                "in_flight": self.depth, "io_time_ms": s["busy_ms"], "weighted_io_time_ms": s["weighted_ms"]}
+        return self.kind.size, device, queue, self.depth, reason, weight
 
 
 def disk_name(kind, index):

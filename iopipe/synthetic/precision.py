@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 
 from iopipe.paths import REPO
-from iopipe.synthetic import fleet, scenarios
-from iopipe.synthetic.scenarios import SAMPLE_PHASE_NS, SECOND_NS, SECTOR_BYTES, START_NS
+from iopipe.synthetic import fleet
+from iopipe.synthetic.agent_records import SECTOR_BYTES, AgentRecords, DiskCounters, latency_histograms, whole_ms
+from iopipe.synthetic.scenarios import SAMPLE_PHASE_NS, SECOND_NS, START_NS
 
 INTERVAL_NS = 10 * SECOND_NS
 MINUTES = 30
@@ -46,7 +47,6 @@ OUTLIER_QUANTILE = 0.999
 OUTLIER_CEILING_US = 500_000
 QUIET_IOS = 20
 HOST_PREFIX = "prec-"
-US = 1000  # ns
 
 
 def serve(arrivals, channels, device_depth, service_us):
@@ -256,9 +256,9 @@ class SimulatedDisk:
 
     def __init__(self, rng, host, name, workload):
         self.rng, self.host, self.name, self.w = rng, host, name, workload
-        self.totals = dict(reads=0, read_sectors=0, read_ms=0, writes=0, write_sectors=0, write_ms=0,
-                           busy_ms=0, weighted_ms=0)
-        self.sector = rng.randrange(1 << 30)
+        self.counters = DiskCounters()
+        self.agent = AgentRecords(fleet.TASK, first_sector=rng.randrange(1 << 30), host=host, disk=name,
+                                  rotational=workload.rotational, model=workload.model)
         self.sampling = random.Random(rng.random())
 
     def second(self, index):
@@ -272,7 +272,7 @@ class SimulatedDisk:
             ios = serve(w.arrivals(span_s), w.channels, w.device_depth, w.service_us)
             scale = INTERVAL_NS / SECOND_NS / span_s
         # The agent samples diskstats as it starts, before any interval.
-        out = [self.diskstats(end - INTERVAL_NS, [])] if index == 0 else []
+        out = [self.agent.diskstats(end - INTERVAL_NS, self.counters, 0)] if index == 0 else []
         # Each of the agent's intervals: its histograms and events, then its diskstats sample.
         parts = getattr(w, "agent_intervals", 1)
         part_ns = INTERVAL_NS // parts
@@ -291,19 +291,16 @@ class SimulatedDisk:
                 busy = min(1.0, in_flight_ms / interval_ms)
             else:
                 busy = min(1.0, busy_us(part_ios) / 1000 * scale / interval_ms)
-            self.totals["busy_ms"] += int(interval_ms * busy)
-            self.totals["weighted_ms"] += int(in_flight_ms)
-            out.append(self.diskstats(part_end, part_ios))
+            self.counters.add_busy(whole_ms(interval_ms * busy), whole_ms(in_flight_ms))
+            out.append(self.agent.diskstats(part_end, self.counters, part_ios[-1][4] if part_ios else 0))
         return out
 
     def histograms(self, op, end, interval_ns, ios, count):
-        out = []
-        for kind, pick in (("device", lambda io: io[2]), ("queue", lambda io: io[3]),
-                           ("total", lambda io: io[2] + io[3])):
-            h = scenarios.histogram(self.host, self.name, op, kind, end - interval_ns, end, [int(pick(io)) for io in ios])
-            scenarios.scale_histogram(h, count)
-            out.append(h)
-        return out
+        """The histograms of `ios`, scaled to the `count` I/Os they stand for."""
+        hists = latency_histograms([(io[2], io[3]) for io in ios])
+        for hist in hists.values():
+            hist.scale_to(count)
+        return self.agent.histograms(op, end - interval_ns, end, hists)
 
     def events(self, op, end, interval_ns, ios, count):
         """The interval's events as the agent samples them (its default settings): every I/O
@@ -324,31 +321,15 @@ class SimulatedDisk:
                     picked.append((io, "outlier", scale))
                 elif self.sampling.random() < scale / UNIFORM_EVERY:
                     picked.append((io, "uniform", float(UNIFORM_EVERY)))
-        out = []
-        for i, ((_, size, device_us, queue_us, inflight, *_), reason, weight) in enumerate(picked):
-            complete = end - interval_ns + (i + 1) * interval_ns // (len(picked) + 1)
-            self.sector += size // SECTOR_BYTES
-            out.append({"schema": "io.event.v1", "host": self.host, "disk": self.name, "op": op, "bytes": size,
-                        "sector": self.sector, "issue_ns": complete - int(device_us * US), "complete_ns": complete,
-                        "queue_ns": int(queue_us * US), "inflight": inflight, "error": 0, "comm": "app", "pid": 4242,
-                        "sample_reason": reason, "sample_weight": max(1.0, weight)})
-        return out
+        sampled = [(size, device_us, queue_us, inflight, reason, weight)
+                   for (_, size, device_us, queue_us, inflight, *_), reason, weight in picked]
+        return self.agent.spread_events(op, end, interval_ns, sampled)
 
     def add(self, op, ios, count):
-        prefix = "read" if op == "R" else "write"
+        """`ios` completed, standing for `count` of the disk's: their sectors and time scaled alike."""
         scale = count / len(ios)
-        self.totals[prefix + "s"] += count
-        self.totals[prefix + "_sectors"] += int(sum(io[1] for io in ios) * scale) // SECTOR_BYTES
-        self.totals[prefix + "_ms"] += int(sum(io[2] + io[3] for io in ios) * scale / 1000)
-
-    def diskstats(self, t, ios):
-        s = self.totals
-        return {"schema": "io.diskstats.v1", "host": self.host, "disk": self.name, "ts_ns": t,
-                "rotational": self.w.rotational, "model": self.w.model, "reads_completed": s["reads"],
-                "reads_merged": 0, "sectors_read": s["read_sectors"], "read_time_ms": s["read_ms"],
-                "writes_completed": s["writes"], "writes_merged": 0, "sectors_written": s["write_sectors"],
-                "write_time_ms": s["write_ms"], "in_flight": ios[-1][4] if ios else 0,
-                "io_time_ms": s["busy_ms"], "weighted_io_time_ms": s["weighted_ms"]}
+        self.counters.complete(op, count, int(sum(io[1] for io in ios) * scale) // SECTOR_BYTES,
+                               whole_ms(sum(io[2] + io[3] for io in ios) * scale / 1000))
 
 
 BURSTY = {"nvme-batches": nvme_batches, "hdd-bursts": disk_arm_bursts, "writeback": writeback}
@@ -476,14 +457,19 @@ def markdown(r, count):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("disks", nargs="?", type=int, default=2000)
-    parser.add_argument("--evaluate", action="store_true", help="judge the set and write --out instead of printing it")
-    parser.add_argument("--out", default=str(REPO / "integration-tests/PRECISION.md"))
+    parser.add_argument("--evaluate", action="store_true",
+                        help="judge the set and print the tally (Markdown) instead of the records")
+    parser.add_argument("--out", help="with --evaluate, write the tally to this file instead")
     args = parser.parse_args()
     if not args.evaluate:
         for record in records(args.disks):
             print(json.dumps(record, separators=(",", ":")))
         return
-    Path(args.out).write_text(markdown(evaluate(args.disks), args.disks))
+    tally = markdown(evaluate(args.disks), args.disks)
+    if not args.out:
+        print(tally, end="")
+        return
+    Path(args.out).write_text(tally)
     print(f"written to {args.out}")
 
 

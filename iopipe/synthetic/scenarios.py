@@ -1,4 +1,5 @@
-"""The seed scenarios S1-S6 (shared SCENARIOS.md) as generated agent records.
+"""The seed scenarios S1-S6 as generated agent records: each one's disks in its function
+(s1 ... s6, SCENARIOS), the verdicts each must raise in integration-tests/test_scenarios.py.
 
 Each disk is simulated I/O by I/O where the seeds describe single I/Os (S1-S5): a
 device serving requests one at a time in arrival order, its service times drawn from
@@ -19,14 +20,17 @@ import random
 import sys
 import time
 
+from iopipe.synthetic.agent_records import (MS_NS, SECTOR_BYTES, US_NS, AgentRecords, DiskCounters, Log2Histogram,
+                                            latency_histograms, whole_ms)
+
 START_NS = 1_763_700_000_000_000_000  # a multiple of every window length
 SECOND_NS = 1_000_000_000
 # The agent samples on its own clock, not on window edges: an interval then falls in
 # the window that holds its I/Os' completions, give or take the interval at each edge.
 SAMPLE_PHASE_NS = 400_000_000
-MS_NS = 1_000_000
-SECTOR_BYTES = 512
 REVOLUTION_7200_MS = 60_000 / 7200
+# What a converted biosnoop capture names as the task of each I/O: the generator.
+TASK = {"comm": "gen", "pid": 1}
 
 
 class Io:
@@ -89,19 +93,24 @@ def poisson(disk, rate_per_s, seconds, make_io, rng, start_s=0):
 
 def records_of(host, disk, rotational, ios, seconds, with_events=True):
     """The agent's records of one disk's I/Os: diskstats and histograms every second, events."""
+    agent, counters = AgentRecords(TASK, host=host, disk=disk, rotational=rotational), DiskCounters()
     out = []
     ios = sorted(ios, key=lambda io: io.complete_ns)
     completions = [io.complete_ns for io in ios]
     busy = BusyTime(ios)
+    counted = 0
     for second in range(seconds):
         t = START_NS + second * SECOND_NS + SAMPLE_PHASE_NS
-        done = ios[:bisect.bisect_right(completions, t)]
-        out.append(diskstats(host, disk, rotational, t, done, busy, ios))
+        done = bisect.bisect_right(completions, t)
+        for io in ios[counted:done]:
+            counters.complete(io.op, 1, io.bytes // SECTOR_BYTES, io.complete_ns - io.arrive_ns)
+        counted = done
+        counters.add_busy(busy.busy_ns(t) - counters.busy_ns, busy.weighted_ns(t) - counters.weighted_ns)
+        out.append(agent.diskstats(t, counters, sum(1 for io in ios if io.arrive_ns <= t < io.complete_ns)))
         if second > 0:
-            interval = ios[bisect.bisect_right(completions, t - SECOND_NS):bisect.bisect_right(completions, t)]
-            out.extend(histograms(host, disk, t - SECOND_NS, t, interval))
+            out.extend(histograms(agent, t - SECOND_NS, t, ios[bisect.bisect_right(completions, t - SECOND_NS):done]))
     if with_events:
-        out.extend(event(host, disk, io) for io in ios if io.complete_ns <= START_NS + seconds * SECOND_NS)
+        out.extend(event(agent, io) for io in ios if io.complete_ns <= START_NS + seconds * SECOND_NS)
     return out
 
 
@@ -125,59 +134,22 @@ class BusyTime:
         return sum(max(0, min(end, t) - begin) for begin, end in self.spans if begin < t)
 
 
-def diskstats(host, disk, rotational, t, done, busy, ios):
-    def of(op):
-        mine = [io for io in done if io.op == op]
-        return (len(mine), sum(io.bytes for io in mine) // SECTOR_BYTES,
-                sum(io.complete_ns - io.arrive_ns for io in mine) // MS_NS)
-    reads, read_sectors, read_ms = of("R")
-    writes, write_sectors, write_ms = of("W")
-    return {"schema": "io.diskstats.v1", "host": host, "disk": disk, "ts_ns": t, "rotational": rotational,
-            "reads_completed": reads, "reads_merged": 0, "sectors_read": read_sectors, "read_time_ms": read_ms,
-            "writes_completed": writes, "writes_merged": 0, "sectors_written": write_sectors, "write_time_ms": write_ms,
-            "in_flight": sum(1 for io in ios if io.arrive_ns <= t < io.complete_ns),
-            "io_time_ms": busy.busy_ns(t) // MS_NS, "weighted_io_time_ms": busy.weighted_ns(t) // MS_NS}
-
-
-def histograms(host, disk, start_ns, end_ns, interval):
+def histograms(agent, start_ns, end_ns, interval):
+    """The interval's histograms per op and latency kind, each I/O's times to the µs."""
     out = []
     for op in sorted({io.op for io in interval}):
         mine = [io for io in interval if io.op == op]
-        errors = sum(1 for io in mine if io.error)
-        for kind, latency in (("device", lambda io: io.complete_ns - io.issue_ns),
-                              ("queue", lambda io: io.issue_ns - io.arrive_ns),
-                              ("total", lambda io: io.complete_ns - io.arrive_ns)):
-            out.append(histogram(host, disk, op, kind, start_ns, end_ns, [latency(io) // 1000 for io in mine], errors))
+        times = [(io.complete_ns - io.issue_ns, io.issue_ns - io.arrive_ns) for io in mine]
+        hists = latency_histograms(times, to_us=lambda ns: ns // US_NS)
+        out.extend(agent.histograms(op, start_ns, end_ns, hists, errors=sum(1 for io in mine if io.error)))
     return out
 
 
-def bucket_of(us):
-    """The log2 bucket of a latency, as the agent counts it: [2^i, 2^(i+1)) µs, below 2 µs in 0."""
-    return 0 if us <= 1 else us.bit_length() - 1
-
-
-def histogram(host, disk, op, kind, start_ns, end_ns, latencies_us, errors=0, weight=1):
-    buckets = [0] * 64
-    for us in latencies_us:
-        buckets[bucket_of(us)] += weight
-    return trimmed({"schema": "io.hist.v1", "host": host, "disk": disk, "op": op, "start_ns": start_ns,
-                    "end_ns": end_ns, "latency": kind, "buckets_log2_us": buckets, "count": len(latencies_us) * weight,
-                    "sum_us": sum(latencies_us) * weight, "max_us": max(latencies_us, default=0), "errors": errors})
-
-
-def trimmed(hist):
-    """Without trailing empty buckets, as the agent sends histograms."""
-    buckets = hist["buckets_log2_us"]
-    while len(buckets) > 1 and buckets[-1] == 0:
-        buckets.pop()
-    return hist
-
-
-def event(host, disk, io):
-    return {"schema": "io.event.v1", "host": host, "disk": disk, "op": io.op, "bytes": io.bytes, "sector": io.sector,
-            "issue_ns": io.issue_ns, "complete_ns": io.complete_ns, "queue_ns": io.issue_ns - io.arrive_ns,
-            "inflight": io.inflight, "error": io.error, "comm": "gen", "pid": 1, "sample_reason": "all",
-            "sample_weight": 1}
+def event(agent, io):
+    """The I/O as a capture of every I/O sends it."""
+    return agent.event(op=io.op, bytes=io.bytes, sector=io.sector, issue_ns=io.issue_ns, complete_ns=io.complete_ns,
+                       queue_ns=io.issue_ns - io.arrive_ns, inflight=io.inflight, error=io.error,
+                       sample_reason="all", sample_weight=1)
 
 
 def random_reads(rng, size, op="R", blocks=1 << 28):
@@ -284,48 +256,27 @@ def s5(rng):
 S6_SWEEP = [(1, 0.14, 0.12), (4, 0.15, 0.2), (16, 0.21, 0.3), (64, 0.50, 0.4), (256, 1.95, 0.42)]
 S6_PHASE_S = 30
 S6_DRAWS = 4000
+S6_READ_BYTES = 16384
 
 
 def s6(rng):
     """An NVMe under 1 to 256 threads of 16 KiB random reads, 30 s each: per second, the
     kernel's histograms of rate × latency draws (Little's law: rate = depth / latency)."""
-    out = []
-    totals = dict(reads=0, ms=0, busy=0, weighted=0)
+    agent, counters = AgentRecords(TASK, host="s6", disk="nvme0n1", rotational=False), DiskCounters()
+    out = [agent.diskstats(START_NS + SAMPLE_PHASE_NS, counters, 0)]
     second = 0
-    out.append(s6_diskstats(START_NS + SAMPLE_PHASE_NS, totals, 0))
     for threads, mean_ms, sigma in S6_SWEEP:
         mu = math.log(mean_ms * 1000) - sigma * sigma / 2
         rate = int(threads / (mean_ms / 1000))
         for _ in range(S6_PHASE_S):
             start, second = START_NS + second * SECOND_NS + SAMPLE_PHASE_NS, second + 1
-            draws = [int(rng.lognormvariate(mu, sigma)) for _ in range(S6_DRAWS)]
-            hist = histogram("s6", "nvme0n1", "R", "device", start, start + SECOND_NS, draws)
-            scale_histogram(hist, rate)
-            out.append(hist)
-            totals["reads"] += rate
-            totals["ms"] += hist["sum_us"] // 1000
-            totals["busy"] += min(1000, int(rate * mean_ms))
-            totals["weighted"] += int(rate * mean_ms)
-            out.append(s6_diskstats(start + SECOND_NS, totals, threads))
+            hist = Log2Histogram(int(rng.lognormvariate(mu, sigma)) for _ in range(S6_DRAWS))
+            hist.scale_to(rate)
+            out.append(agent.histogram("R", "device", start, start + SECOND_NS, hist))
+            counters.complete("R", rate, rate * S6_READ_BYTES // SECTOR_BYTES, whole_ms(hist.sum_us // 1000))
+            counters.add_busy(whole_ms(min(1000, rate * mean_ms)), whole_ms(rate * mean_ms))
+            out.append(agent.diskstats(start + SECOND_NS, counters, threads))
     return out
-
-
-def scale_histogram(hist, count):
-    """Scales a histogram of draws to `count` I/Os, keeping the total exact (largest remainder)."""
-    drawn = hist["count"]
-    exact = [b * count / drawn for b in hist["buckets_log2_us"]]
-    buckets = [int(x) for x in exact]
-    for i in sorted(range(len(exact)), key=lambda i: exact[i] - buckets[i], reverse=True)[:count - sum(buckets)]:
-        buckets[i] += 1
-    hist.update(buckets_log2_us=buckets, count=count, sum_us=hist["sum_us"] * count // drawn)
-
-
-def s6_diskstats(t, totals, in_flight):
-    return {"schema": "io.diskstats.v1", "host": "s6", "disk": "nvme0n1", "ts_ns": t, "rotational": False,
-            "reads_completed": totals["reads"], "reads_merged": 0, "sectors_read": totals["reads"] * 32,
-            "read_time_ms": totals["ms"], "writes_completed": 0, "writes_merged": 0, "sectors_written": 0,
-            "write_time_ms": 0, "in_flight": in_flight, "io_time_ms": totals["busy"],
-            "weighted_io_time_ms": totals["weighted"]}
 
 
 SCENARIOS = {"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6}
