@@ -73,6 +73,8 @@ class Faults:
     fault's outcome."""
 
     def __init__(self, cluster, agent_bin, directories):
+        """`directories`: a directory of its own for each fault (pytest's temporary
+        directories are made in this thread: their factory is not safe across threads)."""
         self.cluster, self.agent_bin, self.directories = cluster, agent_bin, directories
         self.recovered = {strike: threading.Event() for strike in TOGETHER}
         self.pool = ThreadPoolExecutor(len(TOGETHER) + 1, thread_name_prefix="fault")
@@ -101,7 +103,7 @@ class Faults:
 
     def strike_and_account(self, strike, recovered=None):
         name = strike.__name__
-        with traced_dusty_disk(self.cluster, self.agent_bin, name, self.directories.mktemp(name)) as disk:
+        with traced_dusty_disk(self.cluster, self.agent_bin, name, self.directories[strike]) as disk:
             try:
                 strike(self.cluster, disk)
             finally:
@@ -123,7 +125,8 @@ class Faults:
 
 @pytest.fixture(scope="module")
 def faults(cluster, agent_bin, tmp_path_factory):
-    running = Faults(cluster, agent_bin, tmp_path_factory)
+    directories = {strike: tmp_path_factory.mktemp(strike.__name__) for strike in (*TOGETHER, *ALONE)}
+    running = Faults(cluster, agent_bin, directories)
     try:
         yield running
     finally:
