@@ -12,10 +12,9 @@ latency rollup, on each replica and through the Distributed tables; the disk was
 ticket). The accounting of every fault is printed and written to $IOPIPE_CACHE/faults.md
 (figures: FAULTS.md).
 
-The faults strike at once where they touch different services, each on a disk and under a
-host of its own: the accounting is per host, and every host's must hold whatever else
-the cluster goes through meanwhile. Two faults on one service take turns, and every Kafka
-node away comes last, alone (TOGETHER, ALONE)."""
+Each fault has a disk and a host of its own: the accounting is per host, and every host's
+must hold whatever else the cluster goes through meanwhile, so faults on different services
+may strike at once (TOGETHER); the others strike one after the other (ALONE)."""
 import dataclasses
 import json
 import os
@@ -25,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,8 +78,9 @@ class Faults:
         self.recovered = {strike: threading.Event() for strike in TOGETHER}
         self.pool = ThreadPoolExecutor(len(TOGETHER) + 1, thread_name_prefix="fault")
         self.outcomes = {strike: self.pool.submit(self.strike_together, strike) for strike in TOGETHER}
-        alone = self.pool.submit(self.strike_alone, list(self.outcomes.values()))
-        self.outcomes.update({strike: alone for strike in ALONE})
+        together = list(self.outcomes.values())
+        self.outcomes.update({strike: Future() for strike in ALONE})
+        self.pool.submit(self.strike_alone, together)
 
     def strike_together(self, strike):
         try:
@@ -91,15 +91,13 @@ class Faults:
             self.recovered[strike].set()  # a fault that failed before it struck holds none back
 
     def strike_alone(self, together):
-        for outcome in together:
-            outcome.exception()  # done, whichever way
-        failed = []
+        wait(together)
         for strike in ALONE:
             try:
                 self.strike_and_account(strike)
-            except Exception as e:  # noqa: BLE001 - each fault's test raises its own
-                failed.append((strike, e))
-        return failed
+                self.outcomes[strike].set_result(None)
+            except BaseException as e:  # noqa: BLE001 - each fault's test raises its own
+                self.outcomes[strike].set_exception(e)
 
     def strike_and_account(self, strike, recovered=None):
         name = strike.__name__
@@ -113,11 +111,7 @@ class Faults:
 
     def outcome(self, strike):
         """The fault's outcome: its failure raised here."""
-        result = self.outcomes[strike].result()
-        if strike in ALONE:
-            for failed, error in result:
-                if failed is strike:
-                    raise error
+        self.outcomes[strike].result()
 
     def wait_for_all(self):
         self.pool.shutdown(wait=True)
@@ -498,20 +492,25 @@ def the_agent_killed_and_started_again_loses_nothing_silently(cluster, dusty_dis
 
 
 # Each fault strikes and waits until the cluster has recovered; then its disk's accounting.
-# Faults on different services strike at once: fault -> the faults whose recovery it waits
-# for. The JobManager is killed once the TaskManager's tasks have failed over, so that each
-# is the fault it names, not two at once on one service.
-TOGETHER = {
-    a_taskmanager_killed_mid_window_loses_nothing: (),
-    a_kafka_node_away_for_a_minute_loses_nothing: (),
-    clickhouse_replicas_stopped_lose_nothing: (),
-    the_agent_killed_and_started_again_loses_nothing_silently: (),
-    the_leading_jobmanager_killed_hands_the_job_to_the_standby: (a_taskmanager_killed_mid_window_loses_nothing,),
-}
-# Every Kafka node away holds up every host's records and reads, and an agent stopped
-# meanwhile gives up on what it holds after its stall timeout: these strike once the others
-# are done, one at a time.
-ALONE = (every_kafka_node_away_for_a_minute_loses_nothing,)
+# TOGETHER: faults that strike at once, fault -> the faults whose recovery it waits for.
+# None do for now. Five at once (the TaskManager, one Kafka node, the ClickHouse replicas
+# and the agent from the start, the JobManager after the TaskManager) overloaded the job
+# on this 2-core machine: each agent traces every disk of the machine, so five dusty disks
+# under five agents are 25 disks' records, their slow reads all events; windows then took
+# up to 175 s to close and the JobManager's disk had no ticket within 180 s. Faults can
+# strike together once an agent can be told which disks to trace.
+TOGETHER = {}
+# ALONE: faults that strike one after the other, once those of TOGETHER are done. Every
+# Kafka node away holds up every host's records and reads, and an agent stopped meanwhile
+# gives up on what it holds after its stall timeout: it is always one of these.
+ALONE = (
+    a_taskmanager_killed_mid_window_loses_nothing,
+    the_leading_jobmanager_killed_hands_the_job_to_the_standby,
+    a_kafka_node_away_for_a_minute_loses_nothing,
+    every_kafka_node_away_for_a_minute_loses_nothing,
+    clickhouse_replicas_stopped_lose_nothing,
+    the_agent_killed_and_started_again_loses_nothing_silently,
+)
 
 
 def test_a_taskmanager_killed_mid_window_loses_nothing(faults):
