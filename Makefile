@@ -130,8 +130,8 @@ test-stack: $(VENV)/.installed agent $(JOB_JAR) images $(IOPIPE_ALERTMANAGER_BIN
 	@$(PYTEST_TIER) stack
 
 # Faults on a cluster of its own: processes killed, Kafka nodes and ClickHouse replicas
-# stopped, each on a disk of its own and at once where they touch different services;
-# then the job cancelled and restored on the same cluster. Prints the accounting (-s).
+# stopped, each on a disk and under a host of its own; then the job cancelled and restored
+# on the same cluster. Prints the accounting (-s).
 test-cluster: $(VENV)/.installed agent $(JOB_JAR) images
 	@echo "[iopipe] cluster tier: faults on a cluster, the job's state carried across runs"
 	@$(PYTEST_TIER) cluster -s

@@ -7,6 +7,7 @@ never collides with a running demo.
 import os
 import shutil
 import subprocess
+import tomllib
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -99,18 +100,21 @@ HEALTH_RECOVERY = "PT1M"
 DISK_IDLENESS = "PT30S"
 
 
-TIERS = ("jar", "disks", "stack", "cluster")  # pyproject.toml says what each needs
+# The tiers: the markers pyproject.toml declares (pytest's own config adds its plugins' markers).
+TIER_MARKERS = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test is in exactly one tier (`pytestmark` of its module). The modules that use
-    the session's pipeline run last, each whole and in its order: the stack then stands
-    idle through none of the others, which have the machine's two cores to themselves."""
-    untiered = {item.nodeid: [m.name for m in item.iter_markers() if m.name in TIERS] for item in items}
-    untiered = {test: tiers for test, tiers in untiered.items() if len(tiers) != 1}
+    """Every test is in exactly one tier (`pytestmark` of its module; the tiers are the
+    markers pyproject.toml declares). The modules that use the session's pipeline run last,
+    each whole and in its order: the stack then stands idle through none of the others,
+    which have the machine's two cores to themselves."""
+    tiers = [line.split(":")[0] for line in TIER_MARKERS]
+    untiered = {item.nodeid: [m.name for m in item.iter_markers() if m.name in tiers] for item in items}
+    untiered = {test: marked for test, marked in untiered.items() if len(marked) != 1}
     if untiered:
         raise pytest.UsageError("each integration test needs exactly one tier marker (pytestmark = pytest.mark.<tier>, "
-                                f"one of {', '.join(TIERS)}): {untiered}")
+                                f"one of {', '.join(tiers)}): {untiered}")
     using_pipeline = {item.module.__name__ for item in items if "pipeline" in item.fixturenames}
     items.sort(key=lambda item: item.module.__name__ in using_pipeline)
 

@@ -609,8 +609,13 @@ def up(ports=Ports(), users=None):
     compose("up", "-d", "--remove-orphans", ports=ports, users=users)
     wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES})
     migrate_and_submit(ports, users)
-    say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
+    say_where_the_passwords_are()
     return users
+
+
+def say_where_the_passwords_are():
+    """For the demo's stack and `make cluster-up`'s, whose ClickHouse users are the demo's."""
+    say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
 
 
 def migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
@@ -676,7 +681,7 @@ def cluster_up(cluster=None, submit=True, job_args=()):
     if submit:
         migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER, job_args)
         if cluster.project == CLUSTER_PROJECT:
-            say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
+            say_where_the_passwords_are()
     return cluster
 
 
