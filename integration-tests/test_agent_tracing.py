@@ -131,6 +131,28 @@ def test_retries_show_as_the_modes_of_the_histogram(agent_bin):
     assert 0.6 < buckets[11] / 400 < 0.8, buckets
 
 
+def test_an_agent_told_its_disks_reports_those_only(agent_bin):
+    """--disk: one agent a disk, as several on one host each watch their own; the other
+    disk's I/O, though traced by the same programs, is in none of its records."""
+    with FaultDisk(f"units=1 read_us={BASE_US}") as watched, FaultDisk(f"units=1 read_us={BASE_US}") as other:
+        agent = TracingAgent(agent_bin, "--uniform-every", "1", "--disk", watched.name, "--disk", "no-such-disk")
+        before = watched.diskstats()
+        for disk in (watched, other):
+            timed_direct_reads(disk.device, 100)
+        after = watched.diskstats()
+        records = agent.stop()
+        names = watched.name, other.name
+
+    reported = {r["disk"] for r in records if "disk" in r}
+    assert reported == {names[0]}, (reported, names)
+    counted = sum(h["count"] for h in hists_of(records, names[0], "R", "device"))
+    agent.assert_counted_or_reported_missing(names[0], counted, after["reads_completed"] - before["reads_completed"])
+    # The other disk's reads, each an event but one the kernel may have skipped (as in
+    # assert_counted_or_reported_missing), and whatever else touched it.
+    assert agent.counters()["events_unselected"] >= 99, agent.counters()
+    assert "--disk no-such-disk: /proc/diskstats has no such disk" in "".join(agent.stderr_lines)
+
+
 FLUSH_US = 8000
 
 

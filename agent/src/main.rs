@@ -40,7 +40,7 @@ use kafka_config::KafkaConfig;
 use record::EVENT_SCHEMA;
 use restart::{PositionKeeper, Resumed, StateFile};
 use run::Run;
-use sampler::Sampler;
+use sampler::{DiskSelection, Sampler};
 use signing::HostKey;
 use std::collections::BTreeMap;
 use telemetry::MetricsEndpoint;
@@ -218,6 +218,10 @@ struct RunArgs {
     /// Include partitions, not only whole disks.
     #[arg(long)]
     partitions: bool,
+    /// Report only this disk, by its name in /proc/diskstats (repeatable), e.g. --disk sda
+    /// --disk nvme0n1: its diskstats, histograms and events. Every disk when none is named.
+    #[arg(long = "disk", value_name = "NAME")]
+    disks: Vec<String>,
     /// Do not trace block I/O with BPF: sample /proc/diskstats only (no privileges needed).
     #[arg(long)]
     no_trace: bool,
@@ -341,12 +345,16 @@ fn run(args: RunArgs) -> Result<()> {
         proc_root: args.proc_root.clone(),
         sys_root: args.sys_root.clone(),
         include_partitions: args.partitions,
+        selection: DiskSelection::named(&args.disks),
     };
     // Fail at start, not at the first tick, when the proc root is wrong. Read before the
     // programs attach: the completions counted missing are counted from here.
     let before_tracing = sampler
         .sample()
         .with_context(|| format!("cannot read {}: is --proc-root right?", sampler.diskstats_path().display()))?;
+    for absent in sampler.selection.absent_from(&before_tracing) {
+        eprintln!("iopipe-agent: --disk {absent}: /proc/diskstats has no such disk with I/O (a partition needs --partitions): it is reported from its first I/O");
+    }
     let sampling = args.sampling.config()?;
     let state_file = args.state_file.as_ref().and_then(|path| open_state_file(path, &args.proc_root, &host));
     let resumed = state_file.as_ref().map(|file| resume(file, &before_tracing)).unwrap_or_default();
@@ -354,6 +362,7 @@ fn run(args: RunArgs) -> Result<()> {
         None
     } else {
         let tracer = Tracer::attach(&host, &args.sys_root, sampling, args.sampling.outlier_quantile, args.raw_tp, &before_tracing, &resumed)?;
+        let tracer = tracer.only(sampler.selection.clone());
         Some(if args.no_comm { tracer.without_tasks() } else { tracer })
     };
     // Before any thread starts (the metrics endpoint's, the Kafka client's): a thread keeps

@@ -8,7 +8,7 @@ use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::reconcile::Reconciler;
 use crate::restart::{DiskPosition, Resumed};
-use crate::sampler::{Sample, SampledDisk};
+use crate::sampler::{DiskSelection, Sample, SampledDisk};
 use crate::telemetry::Counter;
 use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, TimedFrom, EVENT_SCHEMA, HIST_SCHEMA};
 use crate::{sampler, sysfs, topics};
@@ -51,6 +51,9 @@ pub struct Tracer {
     diskstats_names: HashMap<DiskId, String>,
     /// Leave the dispatching task's name and pid out of events.
     without_tasks: bool,
+    /// The disks reported (--disk): the programs see every disk's I/O, the others' are
+    /// left out here.
+    selection: DiskSelection,
     pub stats: TracerStats,
 }
 
@@ -61,6 +64,8 @@ pub struct TracerStats {
     pub hist_records: u64,
     /// Writes whose flush sequence ended (see FlushSequences).
     pub flush_sequence_ends: u64,
+    /// Events of disks not selected, left out.
+    pub events_unselected: u64,
     /// Flight recordings the agent started because a disk's latency shape shifted.
     pub shape_shifts: u64,
 }
@@ -101,6 +106,7 @@ impl Tracer {
             reconciler,
             diskstats_names: before_tracing.disks.iter().map(|d| (disk_id(d), d.counters.name.clone())).collect(),
             without_tasks: false,
+            selection: DiskSelection::default(),
             stats: TracerStats::default(),
         })
     }
@@ -111,6 +117,17 @@ impl Tracer {
         self
     }
 
+    /// Histograms and events of the disks `selection` names only (--disk).
+    pub fn only(mut self, selection: DiskSelection) -> Self {
+        self.selection = selection;
+        self
+    }
+
+    fn selects(&mut self, disk: DiskId) -> bool {
+        let name = self.disk_name(disk);
+        self.selection.selects(&name)
+    }
+
     /// Waits up to `timeout` for sampled events and sends them.
     pub fn poll(&mut self, timeout: Duration, sink: &mut dyn Sink) -> Result<()> {
         let events = self.trace.poll_events(timeout)?;
@@ -119,6 +136,10 @@ impl Tracer {
         }
         let wall_minus_monotonic = wall_minus_monotonic_ns();
         for raw in &events {
+            if !self.selects(raw.disk) {
+                self.stats.events_unselected += 1;
+                continue;
+            }
             let record = self.event_record(raw, wall_minus_monotonic);
             sink.send(&self.event_topic, &record.key(), &serde_json::to_string(&record)?)?;
             if let Some(n) = self.stats.events_by_reason.get_mut(usize::from(raw.reason)) {
@@ -130,7 +151,9 @@ impl Tracer {
 
     /// Sends the interval's histograms and updates each disk's sampling settings.
     pub fn emit_interval(&mut self, sink: &mut dyn Sink) -> Result<()> {
-        let (hists, flush_sequences) = self.trace.read_interval()?;
+        let (mut hists, mut flush_sequences) = self.trace.read_interval()?;
+        hists.retain(|hist| self.selects(hist.disk));
+        flush_sequences.retain(|disk, _| self.selects(*disk));
         let end_ns = sampler::wall_clock_ns();
         for hist in &hists {
             let disk = self.disk_name(hist.disk);
@@ -319,6 +342,7 @@ impl Tracer {
             Counter::new("events_sent_outlier", outlier, "outlier events sent"),
             Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
             Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),
+            Counter::new("events_unselected", self.stats.events_unselected, "events of disks --disk does not name, left out"),
             Counter::new("hist_records", self.stats.hist_records, "io.hist.v1 records sent"),
             Counter::new("write_flush_sequences", self.stats.flush_sequence_ends, "writes that asked for a cache flush the disk takes as requests of its own: the kernel counts each once as its sequence ends; its data, if any, is in the write histograms, its flushes in the flush ones"),
             Counter::new("recorder_starts_shape", self.stats.shape_shifts, "flight recordings started because a disk's latency shape shifted"),
