@@ -22,9 +22,11 @@ or retries shows in when in a window its I/Os came, which one interval a window 
 """
 import argparse
 import collections
+import hashlib
 import heapq
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -32,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from iopipe.paths import REPO
+from iopipe.paths import CACHE, REPO, SCHEMA
 from iopipe.synthetic import fleet
 from iopipe.synthetic.agent_records import SECTOR_BYTES, AgentRecords, DiskCounters, latency_histograms, whole_ms
 from iopipe.synthetic.scenarios import SAMPLE_PHASE_NS, SECOND_NS, START_NS
@@ -374,19 +376,41 @@ def records(count, minutes=MINUTES, seed=1):
 
 
 
+def generated(count, minutes=MINUTES, seed=1):
+    """The set's records as a file, generated once for each version of what generates them
+    (the synthetic models, the diskstats fields, the record schemas) and kept in the cache."""
+    sources = sorted(Path(__file__).parent.glob("*.py")) + [REPO / "iopipe" / "diskstats_fields.py", SCHEMA / "topics.json"]
+    sources += sorted((SCHEMA / "records").glob("*.schema.json"))
+    digest = hashlib.sha256(f"{count} {minutes} {seed}".encode())
+    for source in sources:
+        digest.update(source.read_bytes())
+    path = CACHE / "precision" / f"{count}-disks-{minutes}-min-{digest.hexdigest()[:16]}.ndjson"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for older in path.parent.glob(f"{count}-disks-{minutes}-min-*.ndjson"):  # an older version's set is not read again
+        older.unlink(missing_ok=True)
+    partial = path.with_suffix(f".partial-{os.getpid()}")
+    started = time.monotonic()
+    with open(partial, "w") as f:
+        for i, record in enumerate(records(count, minutes, seed)):
+            f.write(json.dumps(record, separators=(",", ":")) + "\n")
+            if i % 1_000_000 == 0:
+                print(f"generating: {i:,} records, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    partial.rename(path)  # whole or not at all: an interrupted run leaves no set to reuse
+    return path
+
+
 def evaluate(count, minutes=MINUTES, seed=1):
     """Generates the set, judges it with `make detect`; per kind of disk, how many disks
     and which verdicts (kind and severity) they raised."""
     kind_of = {f"{d.host}/{d.name}": name for name, d in disks(count, seed)}
+    records_file = generated(count, minutes, seed)
+    with open(records_file) as f:
+        record_count = sum(1 for _ in f)
     with tempfile.TemporaryDirectory(prefix="iopipe-precision-") as scratch:
-        records_file, output = Path(scratch) / "precision.ndjson", Path(scratch) / "verdicts.ndjson"
-        started = time.monotonic()
-        with open(records_file, "w") as f:
-            for i, record in enumerate(records(count, minutes, seed)):
-                f.write(json.dumps(record, separators=(",", ":")) + "\n")
-                if i % 1_000_000 == 0:
-                    print(f"generating: {i:,} records, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-        print(f"judging {i + 1:,} records with make detect", file=sys.stderr, flush=True)
+        output = Path(scratch) / "verdicts.ndjson"
+        print(f"judging {record_count:,} records with make detect", file=sys.stderr, flush=True)
         run = subprocess.run(["make", "-s", "detect", f"INPUT={records_file}", f"OUTPUT={output}"], cwd=REPO,
                              capture_output=True, text=True)
         if run.returncode:
@@ -408,7 +432,7 @@ def evaluate(count, minutes=MINUTES, seed=1):
                     detected_after_s[kind] = min(after, detected_after_s.get(kind, after))
         elif v["schema"] == "io.health.v1":
             health_changes[kind_of[key]][v["to_state"]] += 1
-    return {"records": i + 1, "disks": collections.Counter(kind_of.values()), "raised": raised,
+    return {"records": record_count, "disks": collections.Counter(kind_of.values()), "raised": raised,
             "disks_raising": disks_raising, "health_changes": health_changes, "detected_after_s": detected_after_s,
             "minutes": minutes}
 
