@@ -323,10 +323,20 @@ def _kafka_context():
     context = _fresh_context("kafka")
     _maven_libs("kafka", context)
     _copy([INFRA / "kafka" / f for f in ("Dockerfile", "start-kafka.sh", "log4j2.properties")], context)
+    _compile_java(INFRA / "kafka" / "ToolBatch.java", classpath=context / "libs" / "*", into=context / "tools")
     (context / "topics.txt").write_text("".join(f"{t['name']} {t['partitions']}\n" for t in TOPICS))
     (context / "acls.txt").write_text("".join(f"{line}\n" for line in acl_lines(RECORD_TOPICS, _TOPICS_JSON["accepted"])))
     (context / "super-users.txt").write_text(super_users() + "\n")
     return context
+
+
+def _compile_java(source, classpath, into):
+    """A class the image runs with its own Java 17, compiled by the host's JDK (Maven's)."""
+    shutil.rmtree(into, ignore_errors=True)
+    compiled = subprocess.run(["javac", "--release", "17", "-cp", str(classpath), "-d", str(into), str(source)],
+                              capture_output=True, text=True)
+    if compiled.returncode != 0:
+        sys.exit(f"compiling {source.name} failed (javac is the JDK's, as Maven needs):\n{compiled.stderr}")
 
 
 def _flink_context():

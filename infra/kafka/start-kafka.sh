@@ -34,13 +34,13 @@ NODE_ID=${KAFKA_NODE_ID:-1}
 REPLICATION=${KAFKA_REPLICATION:-1}
 MIN_INSYNC=${KAFKA_MIN_INSYNC:-1}
 DATA=/var/lib/kafka
-CP="/opt/kafka/libs/*"
+CP="/opt/kafka/libs/*:/opt/kafka/tools"
 JAVA=(java -Xms256m -Xmx512m -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp "$CP")
 # The tools run for a second or two: a JVM that starts fast matters more than one that runs fast.
 TOOL_JAVA=(java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp "$CP")
 TOOLS_CONFIG=/etc/kafka/tools.properties  # the tools connect as the node: its certificate
-TOOL=("${TOOL_JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$INTERNAL_PORT"
-      --command-config "$TOOLS_CONFIG")
+AS_NODE=(--bootstrap-server "127.0.0.1:$INTERNAL_PORT" --command-config "$TOOLS_CONFIG")
+TOOL=("${TOOL_JAVA[@]}" org.apache.kafka.tools.TopicCommand "${AS_NODE[@]}")
 
 for file in ca.pem node.pem; do
   [ -r "$SECRETS/$file" ] || { echo "start-kafka: $SECRETS/$file is missing: start the stack with python3 -m iopipe.stack up, which makes the certificates" >&2; exit 2; }
@@ -114,21 +114,29 @@ all_topics_listed() {
   done < <(cat /opt/kafka/topics.txt; echo __consumer_offsets)
 }
 
-create_topic() {
-  # Until every node of a cluster has joined, a topic with more copies than nodes is refused.
-  until "${TOOL[@]}" --create --if-not-exists --topic "$1" --partitions "$2" \
-        --replication-factor "$REPLICATION" >/dev/null 2>&1; do
-    sleep 2
+# Node 1's users (from $SECRETS/users/), ACLs (acls.txt: one AclCommand's arguments after
+# --add per line, from schema/topics.json) and topics (topics.txt), as ToolBatch lines: the
+# tools run in one JVM, each again until it succeeds (until every node of a cluster has
+# joined, a topic with more copies than nodes is refused).
+bootstrap_commands() {
+  local user line topic partitions
+  for user in "$SECRETS"/users/*.scram; do
+    [ -e "$user" ] || continue
+    echo "kafka.admin.ConfigCommand ${AS_NODE[*]} --alter --entity-type users --entity-name $(basename "$user" .scram) --add-config-file $user"
   done
+  while read -r line; do
+    echo "org.apache.kafka.tools.AclCommand ${AS_NODE[*]} --add $line"
+  done < /opt/kafka/acls.txt
+  while read -r topic partitions _; do
+    echo "org.apache.kafka.tools.TopicCommand ${AS_NODE[*]} --create --if-not-exists --topic $topic --partitions $partitions --replication-factor $REPLICATION"
+  done < /opt/kafka/topics.txt
 }
 
-create_topics() {
-  # One after another: each is a tool process, a JVM that takes seconds to start, and
-  # more of them at once would only starve the starting brokers of CPU.
-  while read -r topic partitions _; do
-    create_topic "$topic" "$partitions"
-  done < /opt/kafka/topics.txt
-  note "topics created"
+bootstrap() {
+  local commands=/etc/kafka/bootstrap-commands.txt
+  bootstrap_commands > "$commands"
+  "${TOOL_JAVA[@]}" ToolBatch "$commands"
+  note "users, ACLs and topics created"
   # The first consumer group to commit makes the broker create its offsets topic, and
   # commits fail until it is loaded: a consumer that wrote a block and then failed to
   # commit reads the block again (ClickHouse's Kafka tables do). Make it exist first.
@@ -139,38 +147,9 @@ create_topics() {
   note "offsets topic created"
 }
 
-# The SCRAM users of $SECRETS/users/, each created or given its password anew.
-create_users() {
-  local user
-  for user in "$SECRETS"/users/*.scram; do
-    [ -e "$user" ] || continue
-    until "${TOOL_JAVA[@]}" kafka.admin.ConfigCommand --bootstrap-server "127.0.0.1:$INTERNAL_PORT" \
-          --command-config "$TOOLS_CONFIG" --alter --entity-type users --entity-name "$(basename "$user" .scram)" \
-          --add-config-file "$user" >/dev/null 2>&1; do
-      sleep 2
-    done
-  done
-  note "users created"
-}
-
-# acls.txt: one AclCommand's arguments per line (from schema/topics.json).
-create_acls() {
-  local line
-  while read -r line; do
-    # shellcheck disable=SC2086 # each line is a list of arguments, none with spaces
-    until "${TOOL_JAVA[@]}" org.apache.kafka.tools.AclCommand --bootstrap-server "127.0.0.1:$INTERNAL_PORT" \
-          --command-config "$TOOLS_CONFIG" --add $line >/dev/null 2>&1; do
-      sleep 2
-    done
-  done < /opt/kafka/acls.txt
-  note "ACLs created"
-}
-
 topics_ready() {
   if [ "$NODE_ID" = 1 ]; then
-    create_users
-    create_acls
-    create_topics
+    bootstrap
   fi
   until all_topics_listed; do
     sleep 2
