@@ -1,13 +1,15 @@
 """ClickHouse 18.16 as shipped: migrations up and down, users and what each may do,
 ingestion from real Kafka (bad messages skipped, replays stored once), every cookbook
 query's answer (the same checks as on chdb, schema/tests/test_warehouse_chdb.py), and
-the live pipeline's records landing in the tables once each."""
+the live pipeline's records landing in the tables once each. All on the session's stack:
+a database of its own where a test migrates one, hosts of its own everywhere."""
 import json
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
@@ -23,7 +25,9 @@ from kafka_records import ACCEPTED_TOPICS, TOPICS, dead_letters_naming, produce
 pytestmark = pytest.mark.stack
 
 NS = 1_000_000_000
-INGESTED_FROM = warehouse_fixture.INGESTED_FROM  # with no job running, a test passes the agent records on itself
+# A test passes agent records on itself, to the topics the job writes what it accepted to
+# (which the job only writes: the session's live job never sees them).
+INGESTED_FROM = warehouse_fixture.INGESTED_FROM
 DAY_S = 86400
 
 
@@ -60,10 +64,12 @@ def wait_until_stored(client, db, records, what):
 
 
 @pytest.fixture(scope="module")
-def migrated(warehouse):
-    ports, users = warehouse
-    migrate.Migrator(users.client(ports, "admin"), kafka_brokers=ports.certificate_brokers, log=stack.say).up()
-    return ports, users
+def migrated(pipeline):
+    """The session's warehouse: its `iopipe` database, migrated as every stack is
+    (stack.migrate_clickhouse), and its Kafka. Each test's hosts are its own, and every
+    check asks about them alone; what the tests send goes to topics the live job does not
+    read (INGESTED_FROM)."""
+    return pipeline.ports, pipeline.users
 
 
 @contextmanager
@@ -80,8 +86,14 @@ def clickhouse_reading_agent_topics(ports):
         kafka_admin.revoke(CLICKHOUSE, *acl)
 
 
-def test_up_then_down_leaves_an_empty_server(warehouse):
-    ports, users = warehouse
+def unsigned(_host, _value):
+    """No signature: the live job refuses such a record from an agent topic (a dead letter),
+    where a warehouse older than raw_tables_read_accepted, which read those topics without
+    asking who wrote them, stores it."""
+    return None
+
+
+def up_then_down_leaves_an_empty_server(ports, users):
     admin = users.client(ports, "admin")
     db = f"updown_{uuid.uuid4().hex[:8]}"
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.certificate_brokers,
@@ -96,7 +108,7 @@ def test_up_then_down_leaves_an_empty_server(warehouse):
     assert admin.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
 
 
-def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(warehouse):
+def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(ports, users):
     """A warehouse of 0012 (its raw tables read the agent topics, its rollups summed
     io.hist.v1 as 0009 made them), upgraded to the newest:
     - the job's rollups (0013): the sums so far move into the new tables as revision 0,
@@ -106,14 +118,16 @@ def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(w
     - raw tables reading what the job accepted (0015): what they held stays, the new
       Kafka tables read the accepted topics from their start (a record read before from
       the agent topic replacing its twin), and a record only on an agent topic (no job
-      here accepts it) is no longer stored."""
-    ports, users = warehouse
+      here accepts it) is no longer stored.
+    The session's live job reads the agent topics too: what this test sends there goes
+    unsigned, so the job accepts none of it (`unsigned`)."""
     admin = users.client(ports, "admin")
     fleet = warehouse_fixture.fleet(int(time.time()), f"up{uuid.uuid4().hex[:6]}")
     rollups = fleet.by_schema(warehouse_fixture.ROLLUP)
     raw = [r for r in fleet.records if r["schema"] in ACCEPTED_TOPICS]
     sent_before = [r for r in rollups if r["host"] == fleet.host_a]  # host b's come after the upgrade
-    produce(ports.brokers, [r for r in fleet.records if r["schema"] != warehouse_fixture.ROLLUP] + sent_before)
+    produce(ports.brokers, [r for r in fleet.records if r["schema"] != warehouse_fixture.ROLLUP] + sent_before,
+            headers=unsigned)
     db = f"upgrade_{uuid.uuid4().hex[:8]}"
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.certificate_brokers,
                                 kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=stack.say)
@@ -136,7 +150,8 @@ def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(w
             moved = admin.rows(f"SELECT sum(count), max(revision) FROM {db}.{table} FINAL WHERE host = '{fleet.host_b}'")
             assert moved == [(str(ios_of[fleet.host_b]), "0")], f"{table}: host b's history {moved}"
         produce(ports.brokers, [r for r in rollups if r["host"] == fleet.host_b])
-        produce(ports.brokers, [{**r, "host": r["host"] + "-x"} for r in raw])  # on the agent topics only
+        # On the agent topics only, and unsigned: the live job accepts none of them either.
+        produce(ports.brokers, [{**r, "host": r["host"] + "-x"} for r in raw], headers=unsigned)
         accepted_after = [{**r, "host": r["host"] + "-c"} for r in raw]  # on the accepted topics only
         produce(ports.brokers, raw + accepted_after, topics=ACCEPTED_TOPICS)
         wait_until_stored(admin, db, [r for r in fleet.records if r["schema"] not in ACCEPTED_TOPICS],
@@ -156,18 +171,36 @@ def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(w
         assert stored_final() == want
         for table in want:
             assert count(admin, f"{db}.{table}", "host LIKE '%-x'") == 0, f"{table} stored a record no job accepted"
-        migrator.down()
+    # No `down` after: up_then_down_leaves_an_empty_server is what runs it, and here it
+    # would only tidy a database that goes with the session's ClickHouse, at 18.16's price of
+    # about 3 s a Kafka table (its shutdown waits out rd_kafka_wait_destroyed while other
+    # Kafka tables exist): 18 of them, about a minute. Its tables read on meanwhile what the
+    # tests after it send, under their own hosts.
+
+# The two migrations of a database of their own spend most of their time in ClickHouse's
+# DDL: 18.16 sleeps about 3 s for each Kafka table it drops (its shutdown waits out
+# rd_kafka_wait_destroyed while other Kafka tables exist), 26 of them in all. They run in
+# threads beside the module's other tests, whose tables they do not touch; their tests,
+# last in the module, take their outcome.
+MIGRATING_A_DATABASE_OF_THEIR_OWN = (up_then_down_leaves_an_empty_server,
+                                     an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def migrations_meanwhile(pipeline):
+    with ThreadPoolExecutor(len(MIGRATING_A_DATABASE_OF_THEIR_OWN), thread_name_prefix="migration") as pool:
+        yield {test: pool.submit(test, pipeline.ports, pipeline.users) for test in MIGRATING_A_DATABASE_OF_THEIR_OWN}
 
 
 def test_retention_drops_only_the_partitions_past_it_on_the_18_16_server(migrated, monkeypatch, capsys):
     """18.16 has no TTL: `python3 -m iopipe.migrate retention` drops the day partitions of the raw tables
     older than retention.json keeps them, by the server's clock; a dry run first drops
     nothing. Each table gets a row two days past its retention (dropped), one just inside it
-    and one of today (kept). The other tests' records are of today: past retention there is
-    nothing else to drop."""
+    and one of today (kept). Every other test's records on the session's stack are of today
+    (or of 2096: the dashboards' known rows): past retention there is nothing else to drop."""
     ports, users = migrated
     admin = users.client(ports, "admin")
-    db = migrate.Migrator(admin).db  # the migrated fixture's: the default database
+    db = migrate.Migrator(admin).db  # the session's: the default database
     now_s = retention.server_now_s(admin)
     host = f"ret-{uuid.uuid4().hex[:6]}"
     policy = retention.load_policy()
@@ -379,3 +412,11 @@ def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     anomalies = stack.wait_for("S1's failing disk in ClickHouse", lambda: pipeline.reader.rows(
         f"SELECT kind, severity FROM iopipe.anomalies FINAL WHERE host = '{host}' AND disk = 'sdb'"), timeout_s=120)
     assert ("failing_disk", "critical") in anomalies or ("failing_disk", "warning") in anomalies, anomalies
+
+
+def test_up_then_down_leaves_an_empty_server(migrations_meanwhile):
+    migrations_meanwhile[up_then_down_leaves_an_empty_server].result()
+
+
+def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(migrations_meanwhile):
+    migrations_meanwhile[an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds].result()
