@@ -40,21 +40,24 @@ BAR_WIDTH = 40
 @dataclass(frozen=True)
 class Phase:
     name: str
-    seconds: int
+    seconds: int  # how long the disk stays so, at most when `until` is given
     profile: str  # the fault disk's latency profile (iopipe/faultdisk/faultdisk.c)
     story: str
+    until: tuple = ()  # (anomaly kind, health state): the phase ends once both are shown
 
 
-# The seeds' own disks: S2's before and after its head is disturbed, then S1's failure.
+# The seeds' own disks: S2's before and after its head is disturbed (at 15 s, as in its
+# seed), then S1's failure. A fault lasts until iopipe has told it, or its seconds.
 PHASES = (
-    Phase("healthy", 30, SCENARIOS["S2"].profile,
+    Phase("healthy", 15, SCENARIOS["S2"].profile,
           "reads are served in about 2 ms"),
     Phase("retrying", 45, SCENARIOS["S2"].fault_profile,
           "15% of reads miss and are retried one to three 8.33 ms revolutions later, as a 7200 rpm "
-          "disk does when its head is disturbed"),
+          "disk does when its head is disturbed", until=("bimodal_retries", "suspect")),
     Phase("failing", 45, SCENARIOS["S1"].fault_profile,
-          "every read takes 60 ms to over half a second: the disk is dying"),
+          "every read takes 60 ms to over half a second: the disk is dying", until=("failing_disk", "failing")),
 )
+FIO_SEGMENT_S = 5  # the reads go on in fio runs this long until the tour stops them
 
 
 def sql_string(value):
@@ -195,18 +198,31 @@ def evidence_lines(e):
     return lines
 
 
-def play(disk, watch, workload):
-    """Turns the disk phase by phase while the workload runs, printing what lands."""
-    for phase in PHASES:
-        if phase.name != "healthy":
-            disk.set_profile(phase.profile)
-        watch.fault_at[phase.name] = time.time()
-        stack.say(f"{clock(time.time())} the disk is {phase.name.upper()} for {phase.seconds} s: {phase.story}")
-        deadline = time.monotonic() + phase.seconds
-        while time.monotonic() < deadline:
-            time.sleep(POLL_S)
-            watch.poll()
-    workload.join()
+def reads_until(device, stop):
+    """16 KiB random reads, one at a time, until `stop` is set; the reads fio completed."""
+    completed = 0
+    while not stop.is_set():
+        completed += fio(device, FIO_SEGMENT_S)
+    return completed
+
+
+def play(disk, watch, stop_workload, workload):
+    """Turns the disk phase by phase while the workload runs, printing what lands; a fault
+    phase ends once what it shows has been told."""
+    try:
+        for phase in PHASES:
+            if phase.name != "healthy":
+                disk.set_profile(phase.profile)
+            watch.fault_at[phase.name] = time.time()
+            until = f" or until iopipe tells {' and '.join(phase.until)}" if phase.until else ""
+            stack.say(f"{clock(time.time())} the disk is {phase.name.upper()} for {phase.seconds} s{until}: {phase.story}")
+            deadline = time.monotonic() + phase.seconds
+            while time.monotonic() < deadline and not (phase.until and watch.has(*phase.until)):
+                time.sleep(POLL_S)
+                watch.poll()
+    finally:
+        stop_workload.set()
+        workload.join()
     stack.say(f"{clock(time.time())} workload done; waiting up to {VERDICT_WAIT_S} s for the last windows to be judged")
     deadline = time.monotonic() + VERDICT_WAIT_S
     while time.monotonic() < deadline and not watch.has("failing_disk", "failing"):
@@ -301,12 +317,12 @@ def tour(ports, clickhouse, host, agent_bin=AGENT_BIN, tickets=None):
         try:
             watch = Watch(clickhouse, host, disk.name, time.time())
             reads_before = disk.diskstats()["reads_completed"]
-            seconds = sum(p.seconds for p in PHASES)
-            workload = threading.Thread(target=lambda: counts.setdefault("fio", fio(disk.device, seconds)))
+            stop_workload = threading.Event()
+            workload = threading.Thread(target=lambda: counts.setdefault("fio", reads_until(disk.device, stop_workload)))
             stack.say(f"agent tracing every disk as host {host}; fio reads 16 KiB at random from {disk.device}, "
-                      f"one at a time, for {seconds} s. Windows show here some 15 s after they close.")
+                      f"one at a time, until the disk has failed. Windows show here some 15 s after they close.")
             workload.start()
-            play(disk, watch, workload)
+            play(disk, watch, stop_workload, workload)
             counts["kernel"] = disk.diskstats()["reads_completed"] - reads_before
         finally:
             agent.terminate()
