@@ -13,8 +13,8 @@ ticket). The accounting of every fault is printed and written to $IOPIPE_CACHE/f
 (figures: FAULTS.md).
 
 Each fault has a disk and a host of its own: the accounting is per host, and every host's
-must hold whatever else the cluster goes through meanwhile, so faults on different services
-may strike at once (TOGETHER); the others strike one after the other (ALONE)."""
+must hold whatever else the cluster goes through meanwhile, so the faults strike at once
+but for those that wait for another's recovery (WAITS_FOR)."""
 import dataclasses
 import json
 import os
@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -68,46 +68,31 @@ def traced_dusty_disk(cluster, agent_bin, fault, directory):
 
 
 class Faults:
-    """The faults of TOGETHER each in a thread of its own, started once the faults it waits
-    for have recovered; then those of ALONE, one after the other. A test asks for its
-    fault's outcome."""
+    """Each fault in a thread of its own, started once the faults it waits for have
+    recovered (WAITS_FOR). A test asks for its fault's outcome."""
 
     def __init__(self, cluster, agent_bin, directories):
         """`directories`: a directory of its own for each fault (pytest's temporary
         directories are made in this thread: their factory is not safe across threads)."""
         self.cluster, self.agent_bin, self.directories = cluster, agent_bin, directories
-        self.recovered = {strike: threading.Event() for strike in TOGETHER}
-        self.pool = ThreadPoolExecutor(len(TOGETHER) + 1, thread_name_prefix="fault")
-        self.outcomes = {strike: self.pool.submit(self.strike_together, strike) for strike in TOGETHER}
-        together = list(self.outcomes.values())
-        self.outcomes.update({strike: Future() for strike in ALONE})
-        self.pool.submit(self.strike_alone, together)
+        self.recovered = {strike: threading.Event() for strike in WAITS_FOR}
+        self.pool = ThreadPoolExecutor(len(WAITS_FOR), thread_name_prefix="fault")
+        self.outcomes = {strike: self.pool.submit(self.strike_when_ready, strike) for strike in WAITS_FOR}
 
-    def strike_together(self, strike):
+    def strike_when_ready(self, strike):
         try:
-            for earlier in TOGETHER[strike]:
+            for earlier in WAITS_FOR[strike]:
                 self.recovered[earlier].wait()
-            self.strike_and_account(strike, recovered=self.recovered[strike])
+            self.strike_and_account(strike)
         finally:
             self.recovered[strike].set()  # a fault that failed before it struck holds none back
 
-    def strike_alone(self, together):
-        wait(together)
-        for strike in ALONE:
-            try:
-                self.strike_and_account(strike)
-                self.outcomes[strike].set_result(None)
-            except BaseException as e:  # noqa: BLE001 - each fault's test raises its own
-                self.outcomes[strike].set_exception(e)
-
-    def strike_and_account(self, strike, recovered=None):
-        name = strike.__name__
-        with traced_dusty_disk(self.cluster, self.agent_bin, name, self.directories[strike]) as disk:
+    def strike_and_account(self, strike):
+        with traced_dusty_disk(self.cluster, self.agent_bin, strike.__name__, self.directories[strike]) as disk:
             try:
                 strike(self.cluster, disk)
             finally:
-                if recovered:
-                    recovered.set()
+                self.recovered[strike].set()
             disk.assert_judged_once_and_counted_exactly()
 
     def outcome(self, strike):
@@ -120,7 +105,7 @@ class Faults:
 
 @pytest.fixture(scope="module")
 def faults(cluster, agent_bin, tmp_path_factory):
-    directories = {strike: tmp_path_factory.mktemp(strike.__name__) for strike in (*TOGETHER, *ALONE)}
+    directories = {strike: tmp_path_factory.mktemp(strike.__name__) for strike in WAITS_FOR}
     running = Faults(cluster, agent_bin, directories)
     try:
         yield running
@@ -494,22 +479,25 @@ def the_agent_killed_and_started_again_loses_nothing_silently(cluster, dusty_dis
     dusty_disk.kill_agent_and_start_it_again(down_s=5)
 
 
-# Each fault strikes and waits until the cluster has recovered; then its disk's accounting.
-# TOGETHER: faults that strike at once, fault -> the faults whose recovery it waits for.
-# The JobManager waits for the TaskManager's: a job failing over twice at once would be
-# neither fault's recovery. (Before each agent reported its own disk only, five agents
-# each sent all five failing disks' records, and the job fell minutes behind.)
-TOGETHER = {
-    a_taskmanager_killed_mid_window_loses_nothing: (),
-    a_kafka_node_away_for_a_minute_loses_nothing: (),
-    clickhouse_replicas_stopped_lose_nothing: (),
-    the_agent_killed_and_started_again_loses_nothing_silently: (),
+# Each fault strikes and waits until the cluster has recovered; then its disk's accounting,
+# which goes on while later faults strike. WAITS_FOR: fault -> the faults whose recovery it
+# waits for before it starts.
+# - Every Kafka node away holds up every host's records, and an agent stopped meanwhile
+#   gives up on what it holds after its stall timeout: it strikes first, and the others
+#   start once the nodes are back (its own agent stops only then).
+# - The JobManager waits for the TaskManager's: a job failing over twice at once would be
+#   neither fault's recovery.
+# (Before each agent reported its own disk only, five agents each sent all five failing
+# disks' records, and the job fell minutes behind.)
+FIRST = every_kafka_node_away_for_a_minute_loses_nothing
+WAITS_FOR = {
+    FIRST: (),
+    a_taskmanager_killed_mid_window_loses_nothing: (FIRST,),
+    a_kafka_node_away_for_a_minute_loses_nothing: (FIRST,),
+    clickhouse_replicas_stopped_lose_nothing: (FIRST,),
+    the_agent_killed_and_started_again_loses_nothing_silently: (FIRST,),
     the_leading_jobmanager_killed_hands_the_job_to_the_standby: (a_taskmanager_killed_mid_window_loses_nothing,),
 }
-# ALONE: faults that strike one after the other, once those of TOGETHER are done. Every
-# Kafka node away holds up every host's records and reads, and an agent stopped meanwhile
-# gives up on what it holds after its stall timeout: it is always one of these.
-ALONE = (every_kafka_node_away_for_a_minute_loses_nothing,)
 
 
 def test_a_taskmanager_killed_mid_window_loses_nothing(faults):
