@@ -93,7 +93,8 @@ def unsigned(_host, _value):
     return None
 
 
-def up_then_down_leaves_an_empty_server(ports, users):
+def up_then_down_leaves_an_empty_server(pipeline):
+    ports, users = pipeline.ports, pipeline.users
     admin = users.client(ports, "admin")
     db = f"updown_{uuid.uuid4().hex[:8]}"
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.certificate_brokers,
@@ -108,7 +109,7 @@ def up_then_down_leaves_an_empty_server(ports, users):
     assert admin.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
 
 
-def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(ports, users):
+def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(pipeline):
     """A warehouse of 0012 (its raw tables read the agent topics, its rollups summed
     io.hist.v1 as 0009 made them), upgraded to the newest:
     - the job's rollups (0013): the sums so far move into the new tables as revision 0,
@@ -121,6 +122,7 @@ def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(ports,
       here accepts it) is no longer stored.
     The session's live job reads the agent topics too: what this test sends there goes
     unsigned, so the job accepts none of it (`unsigned`)."""
+    ports, users = pipeline.ports, pipeline.users
     admin = users.client(ports, "admin")
     fleet = warehouse_fixture.fleet(int(time.time()), f"up{uuid.uuid4().hex[:6]}")
     rollups = fleet.by_schema(warehouse_fixture.ROLLUP)
@@ -176,20 +178,6 @@ def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(ports,
     # about 3 s a Kafka table (its shutdown waits out rd_kafka_wait_destroyed while other
     # Kafka tables exist): 18 of them, about a minute. Its tables read on meanwhile what the
     # tests after it send, under their own hosts.
-
-# The two migrations of a database of their own spend most of their time in ClickHouse's
-# DDL: 18.16 sleeps about 3 s for each Kafka table it drops (its shutdown waits out
-# rd_kafka_wait_destroyed while other Kafka tables exist), 26 of them in all. They run in
-# threads beside the module's other tests, whose tables they do not touch; their tests,
-# last in the module, take their outcome.
-MIGRATING_A_DATABASE_OF_THEIR_OWN = (up_then_down_leaves_an_empty_server,
-                                     an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def migrations_meanwhile(pipeline):
-    with ThreadPoolExecutor(len(MIGRATING_A_DATABASE_OF_THEIR_OWN), thread_name_prefix="migration") as pool:
-        yield {test: pool.submit(test, pipeline.ports, pipeline.users) for test in MIGRATING_A_DATABASE_OF_THEIR_OWN}
 
 
 def test_retention_drops_only_the_partitions_past_it_on_the_18_16_server(migrated, monkeypatch, capsys):
@@ -338,7 +326,7 @@ def latency_rollups_of(client, host):
         for table in stack.LATENCY_ROLLUPS}
 
 
-def test_histograms_read_after_their_windows_closed_still_count_once_in_the_rollups(pipeline):
+def histograms_read_after_their_windows_closed_still_count_once_in_the_rollups(pipeline):
     """A disk's histograms that arrive after its diskstats closed their windows (a loaded
     machine reads the histogram topic seconds behind) are late for the detectors, but
     the job's latency rollups count every I/O of them, and a resend of them once."""
@@ -390,7 +378,7 @@ def test_records_the_contract_refuses_are_dead_letters_never_stored_and_their_ne
     wait_until_stored(pipeline.reader, "iopipe", good, "S3's good records")
 
 
-def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
+def live_pipeline_records_land_once_each_within_seconds(pipeline):
     """S1 (a dusty disk) through Kafka, the live job and ClickHouse: every raw record
     stored once, the job's latency rollups counting every I/O, its anomaly arriving."""
     host = f"live-{uuid.uuid4().hex[:6]}"
@@ -414,9 +402,35 @@ def test_live_pipeline_records_land_once_each_within_seconds(pipeline):
     assert ("failing_disk", "critical") in anomalies or ("failing_disk", "warning") in anomalies, anomalies
 
 
-def test_up_then_down_leaves_an_empty_server(migrations_meanwhile):
-    migrations_meanwhile[up_then_down_leaves_an_empty_server].result()
+# Tests whose time is mostly waiting on clocks: ClickHouse 18.16's DDL sleeps about 3 s
+# for each Kafka table it drops (its shutdown waits out rd_kafka_wait_destroyed while other
+# Kafka tables exist), 26 of them in the two migrations of a database of their own; the
+# live job closes a silent disk's last windows after its DISK_IDLENESS. They run in
+# threads beside the module's other tests, each with hosts (or a database) of its own;
+# their tests, last in the module, take their outcome.
+BESIDE_THE_OTHERS = (up_then_down_leaves_an_empty_server,
+                     an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds,
+                     histograms_read_after_their_windows_closed_still_count_once_in_the_rollups,
+                     live_pipeline_records_land_once_each_within_seconds)
 
 
-def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(migrations_meanwhile):
-    migrations_meanwhile[an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds].result()
+@pytest.fixture(scope="module", autouse=True)
+def running_beside(pipeline):
+    with ThreadPoolExecutor(len(BESIDE_THE_OTHERS), thread_name_prefix="beside") as pool:
+        yield {test: pool.submit(test, pipeline) for test in BESIDE_THE_OTHERS}
+
+
+def test_up_then_down_leaves_an_empty_server(running_beside):
+    running_beside[up_then_down_leaves_an_empty_server].result()
+
+
+def test_an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(running_beside):
+    running_beside[an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds].result()
+
+
+def test_histograms_read_after_their_windows_closed_still_count_once_in_the_rollups(running_beside):
+    running_beside[histograms_read_after_their_windows_closed_still_count_once_in_the_rollups].result()
+
+
+def test_live_pipeline_records_land_once_each_within_seconds(running_beside):
+    running_beside[live_pipeline_records_land_once_each_within_seconds].result()
