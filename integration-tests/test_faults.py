@@ -53,13 +53,14 @@ ACCOUNTED = {}  # fault -> its accounting, for the figures
 
 
 @contextmanager
-def traced_dusty_disk(cluster, agent_bin, fault, directory):
-    """S1's fault disk, its workload started and traced by an agent of its own, which keeps
-    a state file as the DaemonSet's agents do."""
+def traced_dusty_disk(cluster, agent_bin, fault, directory, seconds=SECONDS):
+    """S1's fault disk, its workload started (`seconds` long) and traced by an agent of its
+    own, which keeps a state file as the DaemonSet's agents do."""
     host = f"faults-{uuid.uuid4().hex[:8]}"
-    with scenario_disk(DUSTY) as fault_disk:
+    scenario = dataclasses.replace(DUSTY, seconds=seconds)
+    with scenario_disk(scenario) as fault_disk:
         agent_of = AgentOf(agent_bin, cluster.ports.brokers, host, fault_disk.name, directory)
-        disk = TracedDustyDisk(cluster, fault, host, fault_disk, agent_of)
+        disk = TracedDustyDisk(cluster, fault, host, fault_disk, agent_of, scenario)
         try:
             yield disk
         finally:
@@ -68,8 +69,9 @@ def traced_dusty_disk(cluster, agent_bin, fault, directory):
 
 
 class Faults:
-    """Each fault in a thread of its own, started once the faults it waits for have
-    recovered (WAITS_FOR). A test asks for its fault's outcome."""
+    """Each fault in a thread of its own, its disk started once the faults it waits for
+    have recovered (WAITS_FOR), and its strike once those of STRIKES_AFTER have. A test
+    asks for its fault's outcome."""
 
     def __init__(self, cluster, agent_bin, directories):
         """`directories`: a directory of its own for each fault (pytest's temporary
@@ -88,8 +90,11 @@ class Faults:
             self.recovered[strike].set()  # a fault that failed before it struck holds none back
 
     def strike_and_account(self, strike):
-        with traced_dusty_disk(self.cluster, self.agent_bin, strike.__name__, self.directories[strike]) as disk:
+        with traced_dusty_disk(self.cluster, self.agent_bin, strike.__name__, self.directories[strike],
+                               READ_S.get(strike, SECONDS)) as disk:
             try:
+                for earlier in STRIKES_AFTER.get(strike, ()):
+                    self.recovered[earlier].wait()
                 strike(self.cluster, disk)
             finally:
                 self.recovered[strike].set()
@@ -134,7 +139,7 @@ class AgentOf:
 
 
 class TracedDustyDisk:
-    def __init__(self, cluster, fault, host, fault_disk, agent_of):
+    def __init__(self, cluster, fault, host, fault_disk, agent_of, scenario):
         self.cluster = cluster
         self.fault = fault
         self.host = host
@@ -143,12 +148,12 @@ class TracedDustyDisk:
         self.agent_of = agent_of
         self.agent = agent_of.start()
         self.killed = None  # (wall-clock ns, the state file's position, the kernel's count) of an agent killed
-        self.run = Run(DUSTY, fault_disk)
+        self.run = Run(scenario, fault_disk)
         self.started = time.monotonic()
         self.started_ns = time.time_ns()
         self.workload = threading.Thread(target=self.run.play, name=f"S1 on {self.disk}")
         self.workload.start()
-        stack.say(f"{fault}: S1 on {fault_disk.device} ({self.disk}) for {SECONDS} s, traced as {host}")
+        stack.say(f"{fault}: S1 on {fault_disk.device} ({self.disk}) for {scenario.seconds:.0f} s, traced as {host}")
 
     def kill_agent_and_start_it_again(self, down_s):
         """SIGKILLs the agent (whatever it held unsent is gone) and, `down_s` later, starts
@@ -481,12 +486,9 @@ def the_agent_killed_and_started_again_loses_nothing_silently(cluster, dusty_dis
 
 # Each fault strikes and waits until the cluster has recovered; then its disk's accounting,
 # which goes on while later faults strike. WAITS_FOR: fault -> the faults whose recovery it
-# waits for before it starts.
-# - Every Kafka node away holds up every host's records, and an agent stopped meanwhile
-#   gives up on what it holds after its stall timeout: it strikes first, and the others
-#   start once the nodes are back (its own agent stops only then).
-# - The JobManager waits for the TaskManager's: a job failing over twice at once would be
-#   neither fault's recovery.
+# waits for before its disk starts. Every Kafka node away holds up every host's records, and
+# an agent stopped meanwhile gives up on what it holds after its stall timeout: it strikes
+# first, and the others start once the nodes are back (its own agent stops only then).
 # (Before each agent reported its own disk only, five agents each sent all five failing
 # disks' records, and the job fell minutes behind.)
 FIRST = every_kafka_node_away_for_a_minute_loses_nothing
@@ -496,8 +498,15 @@ WAITS_FOR = {
     a_kafka_node_away_for_a_minute_loses_nothing: (FIRST,),
     clickhouse_replicas_stopped_lose_nothing: (FIRST,),
     the_agent_killed_and_started_again_loses_nothing_silently: (FIRST,),
-    the_leading_jobmanager_killed_hands_the_job_to_the_standby: (a_taskmanager_killed_mid_window_loses_nothing,),
+    the_leading_jobmanager_killed_hands_the_job_to_the_standby: (FIRST,),
 }
+# STRIKES_AFTER: fault -> the faults whose recovery it waits for before it strikes, its disk
+# read meanwhile. The JobManager waits for the TaskManager's: a job failing over twice at
+# once would be neither fault's recovery. READ_S: its disk is read for longer than the
+# others', so that the reads go on when it strikes (the TaskManager's recovery comes 70-110 s
+# after its disk started).
+STRIKES_AFTER = {the_leading_jobmanager_killed_hands_the_job_to_the_standby: (a_taskmanager_killed_mid_window_loses_nothing,)}
+READ_S = {the_leading_jobmanager_killed_hands_the_job_to_the_standby: 140}
 
 
 def test_a_taskmanager_killed_mid_window_loses_nothing(faults):
