@@ -390,6 +390,7 @@ def generated(count, minutes=MINUTES, seed=1):
     path.parent.mkdir(parents=True, exist_ok=True)
     for older in path.parent.glob(f"{count}-disks-{minutes}-min-*.ndjson"):  # an older version's set is not read again
         older.unlink(missing_ok=True)
+    remove_abandoned(path.parent.glob(f"{count}-disks-{minutes}-min-*.partial-*"))
     partial = path.with_suffix(f".partial-{os.getpid()}")
     started = time.monotonic()
     with open(partial, "w") as f:
@@ -399,6 +400,14 @@ def generated(count, minutes=MINUTES, seed=1):
                 print(f"generating: {i:,} records, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     partial.rename(path)  # whole or not at all: an interrupted run leaves no set to reuse
     return path
+
+
+def remove_abandoned(partials):
+    """Partial sets whose writer is gone (an interrupted run): about 1 GB each, never read."""
+    for partial in partials:
+        pid = partial.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            partial.unlink(missing_ok=True)
 
 
 def evaluate(count, minutes=MINUTES, seed=1):
