@@ -55,7 +55,10 @@ def assert_each_read_in_the_bucket_of_its_latency(buckets, records, agent, name,
     events = {e["sector"]: e for e in records if e["schema"] == "io.event.v1" and e["disk"] == name and e["op"] == "R"}
     device_us = {sector: (e["complete_ns"] - e["issue_ns"]) // 1000 for sector, e in events.items()}
     assert Counter(log2_bucket(us / 1000) for us in device_us.values()) == buckets, (buckets, sorted(device_us.values()))
-    assert len(device_us) + agent.reported_missing(name) == len(sectors), (len(device_us), agent.reported_missing(name))
+    # The agent reports what it missed per disk, not per operation: a read without its
+    # event is one of the disk's reported missing (which may be a write instead).
+    assert len(device_us) <= len(sectors)
+    assert len(sectors) - len(device_us) <= agent.reported_missing(name), (len(device_us), agent.reported_missing(name))
     for sector, ms in zip(sectors, latencies_ms):
         if sector in device_us:
             assert BASE_US <= device_us[sector] <= ms * 1000, (sector, device_us[sector], ms)
