@@ -72,7 +72,10 @@ test: deps
 test-quick: deps
 	@bash infra/test-tiers.sh unit jar
 
-test-unit: test-schema test-dashboards test-infra test-vector test-agent test-jobs
+# Its steps run two at a time (infra/test-tiers.sh passes -j2), the longest first: cargo
+# and Maven side by side, the pytest steps beside cargo, the Vector checks (cargo again)
+# last; each step's output is printed whole when it ends.
+test-unit: test-agent test-jobs test-schema test-dashboards test-infra test-vector
 
 test-schema: $(VENV)/.installed
 	@echo "[iopipe] schema contract tests"

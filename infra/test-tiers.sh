@@ -12,10 +12,16 @@ summary() {
   printf '  %-8s %5d s\n' total $(( $(date +%s) - started_all ))
 }
 
+# The unit tier's steps (cargo, Maven, pytest without services) run two at a time, each
+# step's output kept whole; the other tiers' tests share services or time I/O.
+parallel_steps() {
+  [ "$1" = unit ] && echo "-j2 --output-sync=target"
+}
+
 for tier in "$@"; do
   printf '[iopipe] tier %s: make test-%s\n' "$tier" "$tier"
   started=$(date +%s)
-  make --no-print-directory "test-$tier"
+  make --no-print-directory $(parallel_steps "$tier") "test-$tier"
   status=$?
   took=$(( $(date +%s) - started ))
   result=$([ "$status" -eq 0 ] && echo passed || echo "FAILED (exit $status)")
