@@ -9,7 +9,8 @@ import shutil
 import subprocess
 import tomllib
 import uuid
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def services(names, env=None):
 # A disk steps its health down after 30 s of quiet (three of the job's first windows that
 # say nothing of it) rather than five minutes, so a failing disk's ticket resolves within a
 # test (two steps: failing, suspect, healthy). In the seeds end to end, S1's ticket fires for
-# about 90 s and is resolved within about 90 s of S1's workload ending, while S6 plays.
+# about 90 s and is resolved within about 90 s of S1's workload ending, while S6 plays or soon after.
 HEALTH_RECOVERY = "PT30S"
 # How long the job waits on a silent disk before closing its windows: half the default, so
 # a test's last windows close sooner once its records end. A test's records that come
@@ -110,7 +111,7 @@ def pytest_collection_modifyitems(config, items):
     """Every test is in exactly one tier (`pytestmark` of its module; the tiers are the
     markers pyproject.toml declares). The modules that use the session's pipeline run last,
     each whole and in its order: the stack then stands idle through none of the others,
-    which have the machine's two cores to themselves."""
+    which have the machine's two cores to themselves. Tests marked after_the_rest run last of all."""
     tiers = [line.split(":")[0] for line in TIER_MARKERS]
     untiered = {item.nodeid: [m.name for m in item.iter_markers() if m.name in tiers] for item in items}
     untiered = {test: marked for test, marked in untiered.items() if len(marked) != 1}
@@ -118,16 +119,64 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("each integration test needs exactly one tier marker (pytestmark = pytest.mark.<tier>, "
                                 f"one of {', '.join(tiers)}): {untiered}")
     using_pipeline = {item.module.__name__ for item in items if "pipeline" in item.fixturenames}
-    items.sort(key=lambda item: item.module.__name__ in using_pipeline)
+    items.sort(key=lambda item: (item.module.__name__ in using_pipeline, item.get_closest_marker(AFTER_THE_REST) is not None))
+
+
+# Tests that wait on something slow to come (a silent disk's last windows) and whose wait
+# the rest of their tier covers: they run after every other test of it.
+AFTER_THE_REST = "after_the_rest"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{AFTER_THE_REST}: runs after the rest of its tier, whose tests cover its wait")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def starting_pipeline(request):
+    """If any of the session's tests use the pipeline, it starts with the session, in the
+    background: the tests that do not use it, which run first, run meanwhile. Once it is
+    up, the bodies of the selected tests that take `running_beside` start on it, each in a
+    thread of its own (see `running_beside`). A future of (pipeline, {body: future})."""
+    items = request.session.items
+    if not any("pipeline" in item.fixturenames for item in items):
+        yield None
+        return
+    bodies = {beside_body(item) for item in items if "running_beside" in item.fixturenames}
+    with ExitStack() as cleanup, ThreadPoolExecutor(1 + len(bodies), thread_name_prefix="pipeline") as pool:
+        def start():
+            pipeline = start_pipeline(cleanup)
+            return pipeline, {body: pool.submit(body, pipeline) for body in bodies}
+        yield pool.submit(start)
+        # Leaving the pool waits for every body before the pipeline stops.
+
+
+def start_pipeline(cleanup):
+    ports, users, containers = cleanup.enter_context(services(SERVICES))
+    job_id = stack.migrate_and_submit(ports, users, job_args=("--health-recovery", HEALTH_RECOVERY,
+                                                              "--disk-idleness", DISK_IDLENESS))
+    return RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"), containers)
+
+
+def beside_body(item):
+    """The body a test that takes `running_beside` awaits: its module's function named as the test without `test_`."""
+    name = item.originalname.removeprefix("test_")
+    if not callable(getattr(item.module, name, None)):
+        raise pytest.UsageError(f"{item.nodeid} takes running_beside: its module needs a function {name}(pipeline)")
+    return getattr(item.module, name)
 
 
 @pytest.fixture(scope="session")
-def pipeline():
-    with services(SERVICES) as (ports, users, containers):
-        job_id = stack.migrate_and_submit(ports, users, job_args=("--health-recovery", HEALTH_RECOVERY,
-                                                                  "--disk-idleness", DISK_IDLENESS))
-        yield RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"),
-                              containers)
+def pipeline(starting_pipeline):
+    return starting_pipeline.result()[0]
+
+
+@pytest.fixture(scope="session")
+def running_beside(starting_pipeline):
+    """Tests whose time is mostly waiting on clocks (a server's DDL, the job's idleness)
+    take this: their bodies, functions of the pipeline named as the test without `test_`,
+    start as soon as the pipeline is up and run beside the tier's other tests; the test
+    takes the outcome, {body: future}[body].result()."""
+    return starting_pipeline.result()[1]
 
 
 @pytest.fixture(scope="session")

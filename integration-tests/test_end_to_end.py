@@ -12,6 +12,7 @@ import os
 import time
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -114,24 +115,18 @@ class Fleet:
             f"AND op IN ('R', 'W') GROUP BY disk")}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fleet(pipeline, tickets, agent_bin):
+    """The scenarios played and judged. The job's rollups of their last minutes come once
+    the disks have been silent for its DISK_IDLENESS: `fleet.rollups_stored()` waits for
+    them, in the tests that run after the rest of the tier (conftest), which cover that time."""
     fleet = Fleet(pipeline, tickets, f"e2e-{uuid.uuid4().hex[:6]}")
     with ExitStack() as cleanup:
         disks = {name: cleanup.enter_context(scenario_disk(SCENARIOS[name])) for group in GROUPS for name in group}
+        pool = cleanup.enter_context(ThreadPoolExecutor(1, thread_name_prefix="e2e"))
         agent = tracing_agent.KafkaTracingAgent(agent_bin, pipeline.ports.brokers, fleet.host)
         try:
-            for group in GROUPS:
-                runs = [Run(SCENARIOS[name], disks[name]) for name in group]
-                stack.say(f"playing {', '.join(group)} on {', '.join(r.disk.device for r in runs)} "
-                          f"for {max(r.scenario.seconds for r in runs):.0f} s")
-                play_together(runs)
-                ended = time.time()
-                fleet.runs.update({run.scenario.name: run for run in runs})
-                stack.wait_for(f"{', '.join(group)} judged in ClickHouse", lambda: fleet.judged(runs, ended),
-                               timeout_s=120)
-                # A ticket is open now: a bridge killed and started again posts it as it was.
-                tickets.restart_bridge()
+            play_and_judge(fleet, pool, [[Run(SCENARIOS[name], disks[name]) for name in group] for group in GROUPS])
             # The agent goes on sampling the idle disks: their quiet windows step a failing
             # disk's health down to healthy, which resolves its ticket.
             stack.wait_for("every ticket resolved and notified so", fleet.tickets_resolved, timeout_s=300)
@@ -145,16 +140,42 @@ def fleet(pipeline, tickets, agent_bin):
         sent = sum(h["count"] for h in fleet.agent_hists)
         stack.wait_for("every histogram stored", lambda: sum(fleet.stored_ios("histograms", "sum(count)").values()) == sent,
                        timeout_s=60)
-        # The disks fell silent with the agent: the job closes their last windows once
-        # they have been silent for its DISK_IDLENESS (conftest), and sends their rollups.
-        try:
-            stack.wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
-                           timeout_s=240)
-        except TimeoutError as e:
-            pytest.fail(f"{e}\n{fleet.rollups_by_disk()}\ndead letters naming the host: "
-                        f"{dead_letters_naming(pipeline.ports.brokers, fleet.host)[:20]}")
-        write_figures(fleet)
+        fleet.rollups = pool.submit(rollups_then_figures, fleet, sent)
         yield fleet
+
+
+def play_and_judge(fleet, pool, groups):
+    """Plays each group of runs at once, the next group while the one before is judged."""
+    judging = None
+    for runs in groups:
+        stack.say(f"playing {', '.join(r.scenario.name for r in runs)} on {', '.join(r.disk.device for r in runs)} "
+                  f"for {max(r.scenario.seconds for r in runs):.0f} s")
+        playing = pool.submit(play_together, runs)
+        if judging:
+            judge(fleet, *judging)
+        playing.result()
+        judging = (runs, time.time())
+        fleet.runs.update({run.scenario.name: run for run in runs})
+    judge(fleet, *judging)
+
+
+def judge(fleet, runs, ended):
+    stack.wait_for(f"{', '.join(r.scenario.name for r in runs)} judged in ClickHouse", lambda: fleet.judged(runs, ended),
+                   timeout_s=120)
+    # A ticket is open now: a bridge killed and started again posts it as it was.
+    fleet.tickets.restart_bridge()
+
+
+def rollups_then_figures(fleet, sent):
+    # The disks fell silent with the agent: the job closes their last windows once they
+    # have been silent for its DISK_IDLENESS (conftest), and sends their rollups.
+    try:
+        stack.wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
+                       timeout_s=240)
+    except TimeoutError as e:
+        raise AssertionError(f"{e}\n{fleet.rollups_by_disk()}\ndead letters naming the host: "
+                             f"{dead_letters_naming(fleet.pipeline.ports.brokers, fleet.host)[:20]}") from None
+    write_figures(fleet)
 
 
 def times_to_detect(fleet, run):
@@ -270,8 +291,10 @@ def test_every_anomaly_is_stored_with_the_evidence_of_its_window(fleet):
         assert evidence["device_histogram_us"] and "iostat" in evidence, (kind, evidence)
 
 
+@pytest.mark.after_the_rest
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_every_io_the_agent_counted_is_stored_once(fleet, name):
+    fleet.rollups.result()
     counts = accounting(fleet, fleet.runs[name])
     assert counts["workload issued"] == counts["kernel diskstats"] > 0, counts
     assert counts["agent histograms"] == counts["ClickHouse histograms"], counts

@@ -9,7 +9,6 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
@@ -405,21 +404,9 @@ def live_pipeline_records_land_once_each_within_seconds(pipeline):
 # Tests whose time is mostly waiting on clocks: ClickHouse 18.16's DDL sleeps about 3 s
 # for each Kafka table it drops (its shutdown waits out rd_kafka_wait_destroyed while other
 # Kafka tables exist), 26 of them in the two migrations of a database of their own; the
-# live job closes a silent disk's last windows after its DISK_IDLENESS. They run in
-# threads beside the module's other tests, each with hosts (or a database) of its own;
-# their tests, last in the module, take their outcome.
-BESIDE_THE_OTHERS = (up_then_down_leaves_an_empty_server,
-                     an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds,
-                     histograms_read_after_their_windows_closed_still_count_once_in_the_rollups,
-                     live_pipeline_records_land_once_each_within_seconds)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def running_beside(pipeline):
-    with ThreadPoolExecutor(len(BESIDE_THE_OTHERS), thread_name_prefix="beside") as pool:
-        yield {test: pool.submit(test, pipeline) for test in BESIDE_THE_OTHERS}
-
-
+# live job closes a silent disk's last windows after its DISK_IDLENESS. Their bodies run
+# beside the tier's other tests from the pipeline's start (conftest's running_beside),
+# each with hosts (or a database) of their own; their tests take the outcome.
 def test_up_then_down_leaves_an_empty_server(running_beside):
     running_beside[up_then_down_leaves_an_empty_server].result()
 
