@@ -58,11 +58,12 @@ def dead_letters_naming(brokers, host):
     return consume(brokers, TOPICS["io.deadletter.v1"], lambda _, letter: host in letter["raw"], mentioning=host)
 
 
-def consume(brokers, topic, wanted, idle_s=5, mentioning=None):
+def consume(brokers, topic, wanted, timeout_s=120, mentioning=None):
     """Every record on `topic` that `wanted(message, record)`, read from the beginning to
-    the end of each partition as the read finds it, or until nothing came for `idle_s`
-    (a transaction the job left open holds back what a read_committed consumer sees until
-    it is aborted). Records still on their way are for the caller to wait for. With
+    the end of each partition as the read finds it; records still on their way are for
+    the caller to wait for. A partition not read to its end within `timeout_s` (its leader
+    away all that time) is an error, never a short answer: a fetch can stall for seconds
+    on a loaded machine, or while the brokers come back from an outage. With
     `mentioning`, a record whose bytes do not hold that text is passed over unparsed: on a
     topic that many hosts share, most of them."""
     mentioned = mentioning.encode() if mentioning else b""
@@ -72,17 +73,17 @@ def consume(brokers, topic, wanted, idle_s=5, mentioning=None):
     try:
         partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        unread, records, last_came = set(partitions), [], time.monotonic()
-        while unread and time.monotonic() - last_came < idle_s:
+        unread, records, deadline = set(partitions), [], time.monotonic() + timeout_s
+        while unread:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: partitions {sorted(unread)} not read to their end within {timeout_s} s")
             message = consumer.poll(0.5)
             if message is None:
                 continue
             if message.error():
                 if message.error().code() == KafkaError._PARTITION_EOF:
                     unread.discard(message.partition())
-                    last_came = time.monotonic()
                 continue
-            last_came = time.monotonic()
             if mentioned not in message.value():
                 continue
             record = json.loads(message.value())

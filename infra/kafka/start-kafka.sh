@@ -135,7 +135,13 @@ bootstrap_commands() {
 bootstrap() {
   local commands=/etc/kafka/bootstrap-commands.txt
   bootstrap_commands > "$commands"
-  "${TOOL_JAVA[@]}" ToolBatch "$commands"
+  # Every command is idempotent: a batch whose JVM died (a tool that failed leaves its
+  # client's threads behind, and a slow start makes many) runs whole again. Under set -e a
+  # failure here would end this background job silently, and the node would never be ready.
+  until "${TOOL_JAVA[@]}" ToolBatch "$commands"; do
+    note "the tools' batch ended with status $?; running it again"
+    sleep 2
+  done
   note "users, ACLs and topics created"
   # The first consumer group to commit makes the broker create its offsets topic, and
   # commits fail until it is loaded: a consumer that wrote a block and then failed to
