@@ -416,7 +416,8 @@ mod tests {
 
     #[test]
     fn ops_are_enum_io_op_in_its_order() {
-        let ops = c_enum("io_op");
+        let mut ops = c_enum("io_op");
+        assert_eq!(ops.pop(), Some(("OPS".to_string(), OP_NAMES.len() as u64)), "enum io_op counts its ops last");
         assert_eq!(ops.len(), OP_NAMES.len());
         for (index, ((constant, value), op)) in ops.iter().zip(OP_NAMES).enumerate() {
             assert_eq!(*value, index as u64, "{constant}");

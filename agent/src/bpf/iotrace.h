@@ -5,7 +5,6 @@
 /* log2 slots of microseconds: slot i counts [2^i, 2^(i+1)) us, slot 0 also < 1 us;
  * the last slot also holds everything longer (2^26 us is 67 s). */
 #define MAX_SLOTS 27
-#define OPS 4
 #define COMM_LEN 16
 /* In-flight requests remembered per disk, indexed by driver tag (see tag_slot()). */
 #define TAG_SLOTS 512
@@ -22,6 +21,7 @@ enum io_op {
 	IO_WRITE = 1,
 	IO_DISCARD = 2,
 	IO_FLUSH = 3,
+	OPS = 4, /* how many: the agent's tables take it from the BTF types */
 };
 
 struct disk_key {
