@@ -24,9 +24,10 @@ import org.apache.flink.util.Collector;
 /**
  * io.latency.v1: per disk, op and latency kind, the kernel's histograms summed over
  * each minute, hour and day, from the disk's windows. The windows already count each
- * kernel histogram once however often Kafka redelivered it, so a rollup is exact; a
- * store that keeps the highest revision of each period stays exact when the job replays
- * from a checkpoint or a sink sends twice (each send is the same record).
+ * kernel histogram once however often Kafka redelivered it, so a rollup is exact; its
+ * revision is how many of those histograms it sums, so a store that keeps the highest
+ * revision of each period stays exact when the job replays from a checkpoint (which may
+ * cut the same histograms into other windows and amendments) or a sink sends twice.
  *
  * <p>Each minute, when it closes, sends itself and the hour and day it belongs to, with
  * everything so far: the current hour and day are always there, a minute behind. A

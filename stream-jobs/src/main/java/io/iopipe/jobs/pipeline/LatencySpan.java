@@ -11,7 +11,12 @@ public class LatencySpan {
     public String host;
     public String disk;
     public long startNs;
-    /** How many windows and amendments it sums: each send of the period counts more than the last. */
+    /**
+     * How many of the kernel's interval histograms (io.hist.v1 records, each once) it sums.
+     * It grows with what the span holds, whatever path the job took there: a job restored
+     * from a checkpoint sums the same histograms again, maybe in other windows and
+     * amendments than its run before the crash sent, so the highest revision is the fullest.
+     */
     public int revision;
     /** Whether it holds what has not been sent. */
     public boolean unsent;
@@ -55,8 +60,8 @@ public class LatencySpan {
             op.queue.merge(window.queue);
             op.total.merge(window.total);
             op.errors = Saturating.add(op.errors, window.errors);
+            revision += window.deviceIntervals.intervals;
         }
-        revision++;
         unsent = true;
     }
 }

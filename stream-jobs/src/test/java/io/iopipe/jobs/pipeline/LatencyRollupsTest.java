@@ -135,6 +135,38 @@ class LatencyRollupsTest {
     }
 
     @Test
+    void aRevisionCountsTheHistogramsSummedSoTheFullestWinsWhicheverWindowsCarriedThem() throws Exception {
+        // Before a crash: a window closed on silence with one interval, three more of it
+        // late, as amendments, sent once the disk had been quiet a while.
+        DiskWindow beforeSilence = withReads(window(0), 10, 0);
+        beforeSilence.lastBeforeSilence = true;
+        send(beforeSilence);
+        for (long reads : new long[] {3, 2, 1}) {
+            DiskWindow late = withReads(window(0), reads, 0);
+            late.amendsClosedWindow = true;
+            send(late);
+        }
+        harness.setProcessingTime(IDLE_MS);
+        assertEquals(List.of("60@0 r1:10/0", "3600@0 r1:10/0", "86400@0 r1:10/0",
+                "60@0 r4:16/0", "3600@0 r4:16/0", "86400@0 r4:16/0"), deviceRollups());
+        // Restored from a checkpoint before all that: the four intervals come in one window,
+        // then the minute's last window. Counted in windows, the fuller minute would be
+        // revision 2 and lose to the 4 sent before the crash.
+        close();
+        open();
+        DiskWindow whole = window(0);
+        for (long reads : new long[] {10, 3, 2, 1}) {
+            withReads(whole, reads, 0);
+        }
+        whole.lastBeforeSilence = true;
+        send(whole);
+        lastOfMinute(0, 4);
+        assertEquals(List.of("60@0 r4:16/0", "3600@0 r4:16/0", "86400@0 r4:16/0",
+                "60@0 r5:20/0", "3600@0 r5:20/0", "86400@0 r5:20/0"), deviceRollups(),
+                "the same histograms, the same revision; one more, one higher");
+    }
+
+    @Test
     void aMinuteNoWindowCameForInAWhileIsSentWithoutOneSayingSo() throws Exception {
         // A disk's clock may close its last window before the disk falls silent: no window then says so.
         tenSeconds(0, 10, 0);
