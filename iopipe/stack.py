@@ -46,10 +46,9 @@ COMPOSE_FILE = INFRA / "compose.yaml"
 COMPOSE_PROJECT = "iopipe"
 CLUSTER_COMPOSE_FILE = INFRA / "compose.cluster.yaml"
 CLUSTER_PROJECT = "iopipe-cluster"
-# Started first: the coordination the rest need, and ClickHouse (no JVM; up in a second),
-# whose migrations then run while Flink starts.
-CLUSTER_FIRST_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3", "clickhouse-1", "clickhouse-2")
-CLUSTER_FLINK_SERVICES = ("flink-jobmanager-1", "flink-jobmanager-2", "flink-taskmanager-1", "flink-taskmanager-2")
+CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordination the rest need: started first
+                    "flink-jobmanager-1", "flink-jobmanager-2", "flink-taskmanager-1", "flink-taskmanager-2",
+                    "clickhouse-1", "clickhouse-2")
 CLICKHOUSE_CLUSTER = "iopipe"  # the replicas' <remote_servers> name (infra/clickhouse/start-clickhouse.sh)
 CLICKHOUSE_REPLICAS = (1, 2)  # compose.cluster.yaml's clickhouse-1 and clickhouse-2
 JOB_JAR = REPO / "stream-jobs" / "target" / "iopipe-stream-jobs.jar"
@@ -636,19 +635,15 @@ def say_where_the_passwords_are():
     say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
 
 
-def migrate_and_submit(ports, users, job_args=()):
+def migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
     """Migrates ClickHouse and runs the live job, side by side: the job needs none of
     ClickHouse's tables, whose Kafka tables read the topics from their start. Returns the
     job's id."""
     with ThreadPoolExecutor(1) as pool:
-        return submit_and_wait_migrated(ports, pool.submit(migrate_clickhouse, ports, users), job_args)
-
-
-def submit_and_wait_migrated(ports, migrated, job_args):
-    """Runs the live job while ClickHouse's migrations go on (the future `migrated`); its id once both are done."""
-    say("submitting the live job to Flink" + (f" ({' '.join(job_args)})" if job_args else ""))
-    job_id = submit_live_job(ports, job_args=job_args)
-    migrated.result()
+        migrated = pool.submit(migrate_clickhouse, ports, users, clickhouse_cluster)
+        say("submitting the live job to Flink" + (f" ({' '.join(job_args)})" if job_args else ""))
+        job_id = submit_live_job(ports, job_args=job_args)
+        migrated.result()
     say(f"stack up: Flink UI {ports.flink_url}, ClickHouse {ports.clickhouse_url}, Kafka {ports.brokers}, job {job_id}")
     return job_id
 
@@ -695,24 +690,16 @@ def cluster_up(cluster=None, submit=True, job_args=()):
     prepare_kafka_access(cluster.ports, cluster.container("kafka-1"), keep=cluster.project == CLUSTER_PROJECT)
     say(f"starting the cluster {cluster.project}: ZooKeeper, Kafka x3, Flink 2 JobManagers + 2 TaskManagers, "
         "ClickHouse 2 replicas")
-    # What the others need first, without Flink: nine JVMs starting at once on a small
-    # machine take longer than these four and then the rest.
-    start_cluster_services(cluster, CLUSTER_FIRST_SERVICES)
-    if not submit:
-        start_cluster_services(cluster, CLUSTER_FLINK_SERVICES)
-        return cluster
-    with ThreadPoolExecutor(1) as pool:
-        migrated = pool.submit(migrate_clickhouse, cluster.ports, cluster.users, CLICKHOUSE_CLUSTER)
-        start_cluster_services(cluster, CLUSTER_FLINK_SERVICES)
-        submit_and_wait_migrated(cluster.ports, migrated, job_args)
-    if cluster.project == CLUSTER_PROJECT:
-        say_where_the_passwords_are()
+    # What the others need first, alone: nine JVMs starting at once on a small machine take
+    # longer than these four and then the rest.
+    for services in (CLUSTER_SERVICES[:4], CLUSTER_SERVICES[4:]):
+        cluster_compose("up", "-d", *services, cluster=cluster)
+        wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services})
+    if submit:
+        migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER, job_args)
+        if cluster.project == CLUSTER_PROJECT:
+            say_where_the_passwords_are()
     return cluster
-
-
-def start_cluster_services(cluster, services):
-    cluster_compose("up", "-d", *services, cluster=cluster)
-    wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services})
 
 
 def cluster_down(cluster=None):
