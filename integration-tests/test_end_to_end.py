@@ -5,7 +5,7 @@ stored by ClickHouse. Each misbehaving disk gets its verdict and health, the hea
 once, and the time from the fault to its row in ClickHouse is measured.
 
 S1-S5 share the machine at once (their workloads are light); S6 pushes a thousand I/Os a
-second through its fault disk and runs alone. Figures: `make test-e2e` prints them and
+second through its fault disk and plays alone once theirs end, while they are judged. Figures: `make test-e2e` prints them and
 writes them to $IOPIPE_CACHE/end-to-end.md."""
 import json
 import os
