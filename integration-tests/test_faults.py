@@ -225,13 +225,17 @@ class TracedDustyDisk:
         return f"{completed} = {ios} (+ {missing}, {lost} of them lost to the restart) - {twice} counted twice"
 
     def closed_windows(self):
-        """window start -> the read counts of the copies of its 10 s window, in the order
-        they were sent (a window closed on the disk's silence is sent again whole when the
-        records still on their way come; the last copy is the window)."""
+        """window start -> the kernel-counted reads of the copies of its 10 s window, in the
+        order they were sent (a window closed on the disk's silence is sent again whole when
+        the records still on their way come; the last copy is the window). A window whose
+        reads came as events alone (a killed agent's last interval: its events went out,
+        its histograms never did) counts the events' weighted estimate, no kernel count: none
+        of its reads is in the histograms, and it holds 0 of them here."""
         copies = defaultdict(list)
         for w in self.read("io.window.v1"):
             if w["disk"] == self.disk and w["window_s"] == WINDOW_S and "R" in w.get("latency", {}):
-                copies[w["window_start_ns"]].append(w["latency"]["R"]["count"])
+                reads = w["latency"]["R"]
+                copies[w["window_start_ns"]].append(reads["count"] if reads["source"] == "kernel" else 0)
         return copies
 
     def short_windows(self, windows):
