@@ -1,6 +1,7 @@
 //! Compiles the BPF programs (CO-RE) and generates their Rust skeletons. The kernel type
 //! definitions come from the build host's BTF through bpftool; CO-RE relocates field
-//! accesses when the agent loads on another kernel.
+//! accesses when the agent loads on another kernel. Also passes schema/pipeline.json's
+//! agent_interval_s to the compiler as the --interval-ms default.
 
 use libbpf_cargo::SkeletonBuilder;
 use std::env;
@@ -10,8 +11,10 @@ use std::process::Command;
 
 const PROGRAMS: &[&str] = &["iotrace"];
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+const PIPELINE_JSON: &str = "../schema/pipeline.json";
 
 fn main() {
+    default_interval_from_pipeline_json();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let vmlinux = out.join("vmlinux.h");
     if !vmlinux.exists() {
@@ -32,4 +35,14 @@ fn main() {
         println!("cargo:rerun-if-changed={source}");
         println!("cargo:rerun-if-changed=src/bpf/{name}.h");
     }
+}
+
+/// The interval the job counts a histogram's span as at least (schema/pipeline.json's
+/// agent_interval_s) is the one the agent sends at unless told otherwise.
+fn default_interval_from_pipeline_json() {
+    let text = fs::read_to_string(PIPELINE_JSON).unwrap_or_else(|e| panic!("reading {PIPELINE_JSON}: {e}"));
+    let pipeline: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{PIPELINE_JSON}: {e}"));
+    let seconds = pipeline["agent_interval_s"].as_u64().unwrap_or_else(|| panic!("{PIPELINE_JSON} has no whole agent_interval_s"));
+    println!("cargo:rustc-env=IOPIPE_DEFAULT_INTERVAL_MS={}", seconds * 1000);
+    println!("cargo:rerun-if-changed={PIPELINE_JSON}");
 }

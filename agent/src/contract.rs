@@ -1,5 +1,5 @@
 //! What the agent's own tables must agree with, as its tests read it: the record schemas
-//! of schema/records/ and the enums of src/bpf/iotrace.h, compiled in.
+//! of schema/records/, schema/pipeline.json and the enums of src/bpf/iotrace.h, compiled in.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
@@ -10,6 +10,7 @@ pub const HIST: &str = include_str!("../../schema/records/io.hist.v1.schema.json
 pub const EVENT: &str = include_str!("../../schema/records/io.event.v1.schema.json");
 pub const WINDOW: &str = include_str!("../../schema/records/io.window.v1.schema.json");
 pub const AGENT: &str = include_str!("../../schema/records/io.agent.v1.schema.json");
+pub const PIPELINE: &str = include_str!("../../schema/pipeline.json");
 const IOTRACE_H: &str = include_str!("bpf/iotrace.h");
 
 /// A JSON object's members in the order written (serde_json's own map sorts them).

@@ -210,7 +210,7 @@ struct RunArgs {
     host: Option<String>,
     /// How often, in milliseconds, the agent samples /proc/diskstats and sends the
     /// interval's histograms and its own counters.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_INTERVAL_MS"), value_parser = clap::value_parser!(u64).range(10..))]
     interval_ms: u64,
     /// Stop after this many intervals (0: run until SIGINT/SIGTERM).
     #[arg(long, default_value_t = 0)]
@@ -607,5 +607,12 @@ mod tests {
         assert_eq!(labels.into_iter().collect::<Vec<_>>(), [("rack".into(), "r12".into()), ("zone".into(), "eu-1a".into())]);
         assert!(parse_labels(&["rack".into()]).is_err());
         assert!(parse_labels(&["=x".into()]).is_err());
+    }
+
+    #[test]
+    fn the_default_interval_is_the_one_the_job_counts_a_histograms_span_as_at_least() {
+        let pipeline: serde_json::Value = serde_json::from_str(contract::PIPELINE).unwrap();
+        let Command::Run(run) = Cli::try_parse_from(["iopipe-agent", "run"]).unwrap().command else { unreachable!() };
+        assert_eq!(run.interval_ms, pipeline["agent_interval_s"].as_u64().unwrap() * 1000);
     }
 }

@@ -27,6 +27,7 @@ public final class PipelineTimings {
     public static final Duration PEER_GRACE = seconds("peer_grace_s");
     public static final Duration HEALTH_RECOVERY = seconds("health_recovery_s");
     public static final Duration CHECKPOINT_INTERVAL = seconds("checkpoint_interval_s");
+    public static final Duration AGENT_INTERVAL = seconds("agent_interval_s");
 
     private PipelineTimings() {}
 

@@ -40,9 +40,9 @@ public final class RecordDecoder {
      * to its reads of the kernel's maps, not at them: its last interval at shutdown spans
      * microseconds, a stepped clock can make a span nothing, and either may carry I/Os
      * counted late (a per-CPU copy caught mid-retirement is counted in the next interval).
-     * So a span counts as at least this long, the agent's default interval.
+     * So a span counts as at least the agent's default interval.
      */
-    static final long MIN_COUNTED_SPAN_NS = 1_000_000_000L;
+    static final long MIN_COUNTED_SPAN_NS = PipelineTimings.AGENT_INTERVAL.toNanos();
 
     private RecordDecoder() {}
 

@@ -32,6 +32,11 @@ class PipelineTimingsTest {
         assertEquals(seconds("max_clock_ahead_s").toNanos(), RecordDecoder.MAX_CLOCK_AHEAD_NS);
     }
 
+    @Test
+    void aHistogramsSpanCountsAsAtLeastTheAgentsDefaultInterval() {
+        assertEquals(seconds("agent_interval_s").toNanos(), RecordDecoder.MIN_COUNTED_SPAN_NS);
+    }
+
     private static List<Integer> windowSeconds() {
         List<Integer> seconds = new ArrayList<>();
         PIPELINE_JSON.get("window_s").forEach(length -> seconds.add(length.intValue()));
