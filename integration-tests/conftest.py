@@ -24,7 +24,11 @@ from testcontainers.core.container import DockerContainer
 
 from iopipe import stack
 from iopipe import tickets as tickets_local
+from iopipe.kafka_access import MOUNT as KAFKA_MOUNT
+from iopipe.migrate import ClickHouseHttp
 from iopipe.paths import REPO
+from iopipe.ports import Ports
+from iopipe.stack_kafka import kafka_access, prepare_kafka_access
 
 SERVICES = {  # service -> (image, command)
     "kafka": ("iopipe/kafka:dev", None),
@@ -36,11 +40,11 @@ SERVICES = {  # service -> (image, command)
 
 @dataclass
 class RunningPipeline:
-    ports: stack.Ports
+    ports: Ports
     job_id: str
     users: stack.ClickHouseUsers
-    clickhouse: stack.ClickHouseHttp  # the writer: fixtures insert rows
-    reader: stack.ClickHouseHttp  # what Grafana and analysts use
+    clickhouse: ClickHouseHttp  # the writer: fixtures insert rows
+    reader: ClickHouseHttp  # what Grafana and analysts use
     containers: dict  # service -> container name
 
 
@@ -63,17 +67,17 @@ def services(names, env=None):
     and each service its own directory of them. The Flink processes share a volume for
     checkpoints, as the stack's: a Docker volume, which takes its owner (the image's
     unprivileged flink user) from the image's directory."""
-    ports = stack.Ports.free()
+    ports = Ports.free()
     users = stack.ClickHouseUsers.generate()
     suffix = uuid.uuid4().hex[:8]
     flink_state = f"iopipe-test-flink-state-{suffix}"
-    kafka_dirs = stack.prepare_kafka_access(ports, f"iopipe-test-kafka-{suffix}").mounts()
+    kafka_dirs = prepare_kafka_access(ports, f"iopipe-test-kafka-{suffix}").mounts()
     started = {}
     try:
         for service in names:
             image, command = SERVICES[service]
             container = DockerContainer(image).with_name(f"iopipe-test-{service}-{suffix}").with_kwargs(network_mode="host")
-            container.with_volume_mapping(str(kafka_dirs[service.split("-")[0]]), stack.KAFKA_MOUNT, "ro")
+            container.with_volume_mapping(str(kafka_dirs[service.split("-")[0]]), KAFKA_MOUNT, "ro")
             for key, value in {**ports.env(), **users.env(), **(env or {})}.items():
                 container.with_env(key, value)
             if command:
@@ -89,7 +93,7 @@ def services(names, env=None):
         for container in started.values():
             container.stop()
         subprocess.run(["docker", "volume", "rm", "-f", flink_state], capture_output=True)
-        shutil.rmtree(stack.kafka_access(ports.brokers).root, ignore_errors=True)
+        shutil.rmtree(kafka_access(ports.brokers).root, ignore_errors=True)
 
 
 # A disk steps its health down after 30 s of quiet (three of the job's first windows that

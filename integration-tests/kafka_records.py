@@ -8,7 +8,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from iopipe import stack
+from iopipe.stack_kafka import fleet_signer, kafka_client
 
 TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
 TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
@@ -21,9 +21,9 @@ def produce(brokers, records, wait=True, topics=TOPICS, headers=None):
     its host's key as the agents send them (the job keys them the same), or with the
     `headers(host, value)` given. Without `wait`, returns the producer with what it has not
     delivered yet (it retries for 5 min)."""
-    producer = Producer({**stack.kafka_client(brokers), "enable.idempotence": True, "linger.ms": 20,
+    producer = Producer({**kafka_client(brokers), "enable.idempotence": True, "linger.ms": 20,
                          "message.timeout.ms": 300_000})
-    headers = headers or stack.fleet_signer(brokers).headers
+    headers = headers or fleet_signer(brokers).headers
     for record in records:
         value = json.dumps(record).encode()
         producer.produce(topics[record["schema"]], key=f"{record['host']}/{record['disk']}", value=value,
@@ -48,7 +48,7 @@ def consume_host(brokers, topic, host):
 def partitions_short_of_copies(brokers, min_in_sync):
     """Each partition, as topic/partition, with no leader or fewer than `min_in_sync` copies
     in sync: an acks=all write to it waits until they catch up."""
-    metadata = AdminClient(stack.kafka_client(brokers)).list_topics(timeout=10)
+    metadata = AdminClient(kafka_client(brokers)).list_topics(timeout=10)
     return [f"{topic.topic}/{partition.id}" for topic in metadata.topics.values()
             for partition in topic.partitions.values() if partition.leader < 0 or len(partition.isrs) < min_in_sync]
 
@@ -67,7 +67,7 @@ def consume(brokers, topic, wanted, timeout_s=120, mentioning=None):
     `mentioning`, a record whose bytes do not hold that text is passed over unparsed: on a
     topic that many hosts share, most of them."""
     mentioned = mentioning.encode() if mentioning else b""
-    consumer = Consumer({**stack.kafka_client(brokers), "group.id": f"itest-{uuid.uuid4()}",
+    consumer = Consumer({**kafka_client(brokers), "group.id": f"itest-{uuid.uuid4()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          "enable.partition.eof": True})
     try:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from iopipe import stack
 from iopipe.faultdisk import FaultDisk, timed_direct_reads
+from iopipe.readiness import wait_for
 
 from tracing_agent import ATTACHED, TracingAgent
 
@@ -72,7 +72,7 @@ def test_once_attached_it_holds_no_capability_and_goes_on_tracing(agent_bin):
     thread keeps one, and the I/Os after the drop are still traced, every one."""
     with FaultDisk("units=1 read_us=500") as disk:
         agent = TracingAgent(agent_bin, "--metrics-listen", "127.0.0.1:0")
-        stack.wait_for("capabilities dropped", lambda: any(DROPPED in line for line in agent.stderr_lines), timeout_s=30)
+        wait_for("capabilities dropped", lambda: any(DROPPED in line for line in agent.stderr_lines), timeout_s=30)
         sets = capability_sets(agent.process.pid)
         assert len(sets) >= 2 and all(not any(s.values()) for s in sets.values()), sets
         completed_before = disk.diskstats()["reads_completed"]

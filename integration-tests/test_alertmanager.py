@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from iopipe import stack, tickets
+from iopipe import tickets
+from iopipe.readiness import wait_for
 
 pytestmark = pytest.mark.stack
 
@@ -52,8 +53,8 @@ def test_a_disks_alerts_are_one_group_at_the_tickets_receiver(alertmanager):
     host = f"am-{uuid.uuid4().hex[:6]}"
     post(alertmanager, disk_failing(host, "sdb"), disk_failing(host, "sdb", kind="bimodal_retries"),
          disk_failing(host, "sdc"))
-    notes = stack.wait_for("both disks notified", lambda: len({n["groupKey"] for _, n in notified(alertmanager, host)}) == 2
-                           and notified(alertmanager, host), timeout_s=60)
+    notes = wait_for("both disks notified", lambda: len({n["groupKey"] for _, n in notified(alertmanager, host)}) == 2
+                     and notified(alertmanager, host), timeout_s=60)
     by_disk = {n["groupLabels"]["disk"]: (receiver, n) for receiver, n in notes}
     assert {r for r, _ in by_disk.values()} == {"disk-tickets"}, notes
     assert sorted(a["labels"]["kind"] for a in by_disk["sdb"][1]["alerts"]) == ["bimodal_retries", "failing_disk"]
@@ -63,9 +64,9 @@ def test_a_disks_alerts_are_one_group_at_the_tickets_receiver(alertmanager):
 def test_a_host_level_alert_inhibits_its_disks_and_only_its_own(alertmanager):
     sick, other = f"sick-{uuid.uuid4().hex[:6]}", f"other-{uuid.uuid4().hex[:6]}"
     post(alertmanager, {"labels": {"alertname": "HostTelemetryMissing", "severity": "critical", "host": sick}})
-    stack.wait_for("the host alert", lambda: notified(alertmanager, sick), timeout_s=60)
+    wait_for("the host alert", lambda: notified(alertmanager, sick), timeout_s=60)
     post(alertmanager, disk_failing(sick, "sdb"), disk_failing(other, "sdb"))
-    stack.wait_for("the other host's disk notified", lambda: notified(alertmanager, other), timeout_s=60)
+    wait_for("the other host's disk notified", lambda: notified(alertmanager, other), timeout_s=60)
     with urllib.request.urlopen(f"{alertmanager.alertmanager_url}/api/v2/alerts", timeout=10) as response:
         states = {(a["labels"]["host"], a["labels"]["alertname"]): a["status"] for a in json.load(response)
                   if a["labels"]["host"] in (sick, other)}
@@ -81,16 +82,16 @@ def test_a_host_level_alert_inhibits_its_disks_and_only_its_own(alertmanager):
 def test_a_disk_is_one_jira_issue_updated_while_it_fails_and_resolved_with_it(alertmanager):
     host = f"jira-{uuid.uuid4().hex[:6]}"
     post(alertmanager, disk_failing(host, "sdb"))
-    (key, issue), = stack.wait_for("the Jira issue", lambda: issues_of(alertmanager, host, "sdb"), timeout_s=60).items()
+    (key, issue), = wait_for("the Jira issue", lambda: issues_of(alertmanager, host, "sdb"), timeout_s=60).items()
     assert issue["fields"]["project"]["key"] == "STOR" and "failing_disk on sdb" in issue["fields"]["description"]
     assert any(label.startswith("ALERT{") for label in issue["fields"]["labels"]), issue["fields"]["labels"]
     post(alertmanager, disk_failing(host, "sdb"), disk_failing(host, "sdb", kind="bimodal_retries"))
-    stack.wait_for("the issue updated with the new evidence", lambda: "bimodal_retries on sdb" in
-                   issues_of(alertmanager, host, "sdb")[key]["fields"]["description"], timeout_s=60)
+    wait_for("the issue updated with the new evidence", lambda: "bimodal_retries on sdb" in
+             issues_of(alertmanager, host, "sdb")[key]["fields"]["description"], timeout_s=60)
     resolved = "2020-01-01T00:00:00Z"
     post(alertmanager, disk_failing(host, "sdb", ends_at=resolved),
          disk_failing(host, "sdb", kind="bimodal_retries", ends_at=resolved))
-    stack.wait_for("the issue resolved", lambda: issues_of(alertmanager, host, "sdb")[key]["category"] == "done",
-                   timeout_s=60)
+    wait_for("the issue resolved", lambda: issues_of(alertmanager, host, "sdb")[key]["category"] == "done",
+             timeout_s=60)
     final = issues_of(alertmanager, host, "sdb")
     assert list(final) == [key] and final[key]["transitions"] == ["Done"], final

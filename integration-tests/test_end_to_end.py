@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from iopipe import cookbook, stack
+from iopipe import cookbook
+from iopipe.contract import BASE_WINDOW_S, LATENCY_ROLLUPS
 from iopipe.faultdisk.seeds import SCENARIOS, Run, play_together, scenario_disk
+from iopipe.readiness import say, wait_for
 
 import tracing_agent
 from kafka_records import consume_host, dead_letters_naming
@@ -82,7 +84,7 @@ class Fleet:
 
     def windows_closed_until(self, disk):
         (end_ns,), = self.rows(f"SELECT max(window_end_ns) FROM iopipe.windows "
-                               f"WHERE host = {{host}} AND disk = {sql_string(disk)} AND window_s = {stack.BASE_WINDOW_S}")
+                               f"WHERE host = {{host}} AND disk = {sql_string(disk)} AND window_s = {BASE_WINDOW_S}")
         return int(end_ns) / 1e9
 
     def judged(self, runs, ended):
@@ -98,7 +100,7 @@ class Fleet:
 
     def rollups_complete(self, sent):
         """Once every disk is silent, the job closes its last minutes and sends their rollups."""
-        stored = {table: sum(self.stored_ios(f"{table} FINAL", "sum(count)").values()) for table in stack.LATENCY_ROLLUPS}
+        stored = {table: sum(self.stored_ios(f"{table} FINAL", "sum(count)").values()) for table in LATENCY_ROLLUPS}
         if any(n != sent for n in stored.values()):
             raise AssertionError(f"the agent sent {sent} I/Os, the rollups hold {stored}")  # named if it times out
         return True
@@ -106,7 +108,7 @@ class Fleet:
     def rollups_by_disk(self):
         """Per disk, the I/Os in the histograms and in each rollup table: where a shortfall is."""
         tables = {"histograms": self.stored_ios("histograms", "sum(count)")}
-        tables.update({t: self.stored_ios(f"{t} FINAL", "sum(count)") for t in stack.LATENCY_ROLLUPS})
+        tables.update({t: self.stored_ios(f"{t} FINAL", "sum(count)") for t in LATENCY_ROLLUPS})
         return {disk: {t: n.get(disk, 0) for t, n in tables.items()} for disk in tables["histograms"]}
 
     def stored_ios(self, table, count):
@@ -129,7 +131,7 @@ def fleet(pipeline, tickets, agent_bin):
             play_and_judge(fleet, pool, [[Run(SCENARIOS[name], disks[name]) for name in group] for group in GROUPS])
             # The agent goes on sampling the idle disks: their quiet windows step a failing
             # disk's health down to healthy, which resolves its ticket.
-            stack.wait_for("every ticket resolved and notified so", fleet.tickets_resolved, timeout_s=300)
+            wait_for("every ticket resolved and notified so", fleet.tickets_resolved, timeout_s=300)
         finally:
             log = agent.stop()
         assert "kafka_failed 0, kafka_shed 0" in log, log
@@ -138,8 +140,8 @@ def fleet(pipeline, tickets, agent_bin):
                              if h["latency"] == "device" and h["op"] in ("R", "W")]
         fleet.untraced = consume_host(pipeline.ports.brokers, "io.agent.v1", fleet.host)[-1].get("untraced_by_disk", {})
         sent = sum(h["count"] for h in fleet.agent_hists)
-        stack.wait_for("every histogram stored", lambda: sum(fleet.stored_ios("histograms", "sum(count)").values()) == sent,
-                       timeout_s=60)
+        wait_for("every histogram stored", lambda: sum(fleet.stored_ios("histograms", "sum(count)").values()) == sent,
+                 timeout_s=60)
         fleet.rollups = pool.submit(rollups_then_figures, fleet, sent)
         yield fleet
 
@@ -148,8 +150,8 @@ def play_and_judge(fleet, pool, groups):
     """Plays each group of runs at once, the next group while the one before is judged."""
     judging = None
     for runs in groups:
-        stack.say(f"playing {', '.join(r.scenario.name for r in runs)} on {', '.join(r.disk.device for r in runs)} "
-                  f"for {max(r.scenario.seconds for r in runs):.0f} s")
+        say(f"playing {', '.join(r.scenario.name for r in runs)} on {', '.join(r.disk.device for r in runs)} "
+            f"for {max(r.scenario.seconds for r in runs):.0f} s")
         playing = pool.submit(play_together, runs)
         if judging:
             judge(fleet, *judging)
@@ -160,8 +162,8 @@ def play_and_judge(fleet, pool, groups):
 
 
 def judge(fleet, runs, ended):
-    stack.wait_for(f"{', '.join(r.scenario.name for r in runs)} judged in ClickHouse", lambda: fleet.judged(runs, ended),
-                   timeout_s=120)
+    wait_for(f"{', '.join(r.scenario.name for r in runs)} judged in ClickHouse", lambda: fleet.judged(runs, ended),
+             timeout_s=120)
     # A ticket is open now: a bridge killed and started again posts it as it was.
     fleet.tickets.restart_bridge()
 
@@ -170,8 +172,8 @@ def rollups_then_figures(fleet, sent):
     # The disks fell silent with the agent: the job closes their last windows once they
     # have been silent for its DISK_IDLENESS (conftest), and sends their rollups.
     try:
-        stack.wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
-                       timeout_s=240)
+        wait_for("the job's latency rollups counting every I/O", lambda: fleet.rollups_complete(sent),
+                 timeout_s=240)
     except TimeoutError as e:
         raise AssertionError(f"{e}\n{fleet.rollups_by_disk()}\ndead letters naming the host: "
                              f"{dead_letters_naming(fleet.pipeline.ports.brokers, fleet.host)[:20]}") from None
@@ -193,7 +195,7 @@ def accounting(fleet, run):
         "agent reported missing": fleet.untraced.get(disk, 0),
         "ClickHouse histograms": fleet.stored_ios("histograms", "sum(count)").get(disk, 0),
         "ClickHouse rollups": tuple(fleet.stored_ios(f"{table} FINAL", "sum(count)").get(disk, 0)
-                                    for table in stack.LATENCY_ROLLUPS),
+                                    for table in LATENCY_ROLLUPS),
     }
 
 
@@ -211,7 +213,7 @@ def write_figures(fleet):
     FIGURES.parent.mkdir(parents=True, exist_ok=True)
     lines.append(f"\nagent: {fleet.agent_summary}")
     FIGURES.write_text("\n".join(lines) + "\n")
-    stack.say("end to end figures (also in " + str(FIGURES) + "):\n" + "\n".join(lines))
+    say("end to end figures (also in " + str(FIGURES) + "):\n" + "\n".join(lines))
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -298,7 +300,7 @@ def test_every_io_the_agent_counted_is_stored_once(fleet, name):
     counts = accounting(fleet, fleet.runs[name])
     assert counts["workload issued"] == counts["kernel diskstats"] > 0, counts
     assert counts["agent histograms"] == counts["ClickHouse histograms"], counts
-    assert counts["ClickHouse rollups"] == (counts["agent histograms"],) * len(stack.LATENCY_ROLLUPS), counts
+    assert counts["ClickHouse rollups"] == (counts["agent histograms"],) * len(LATENCY_ROLLUPS), counts
     assert counts["agent histograms"] <= counts["kernel diskstats"], counts
 
 

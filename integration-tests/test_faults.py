@@ -31,7 +31,10 @@ from pathlib import Path
 import pytest
 
 from iopipe import stack
+from iopipe.contract import BASE_WINDOW_S, LATENCY_ROLLUPS
 from iopipe.faultdisk.seeds import SCENARIOS, Run, scenario_disk
+from iopipe.flink_rest import _job_running, running_job
+from iopipe.readiness import clickhouse_answers, http_json, say, wait_for
 
 from kafka_records import TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
@@ -39,7 +42,7 @@ from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
 pytestmark = pytest.mark.cluster
 
 SECONDS = 80
-WINDOW_S = stack.BASE_WINDOW_S
+WINDOW_S = BASE_WINDOW_S
 # S1 for as long as a fault test runs: healthy 4 ms reads, failing from 15 s in.
 DUSTY = dataclasses.replace(SCENARIOS["S1"], seconds=SECONDS)
 # A fault that holds the disk's records up for longer than the job's DISK_IDLENESS (every
@@ -153,7 +156,7 @@ class TracedDustyDisk:
         self.started_ns = time.time_ns()
         self.workload = threading.Thread(target=self.run.play, name=f"S1 on {self.disk}")
         self.workload.start()
-        stack.say(f"{fault}: S1 on {fault_disk.device} ({self.disk}) for {scenario.seconds:.0f} s, traced as {host}")
+        say(f"{fault}: S1 on {fault_disk.device} ({self.disk}) for {scenario.seconds:.0f} s, traced as {host}")
 
     def kill_agent_and_start_it_again(self, down_s):
         """SIGKILLs the agent (whatever it held unsent is gone) and, `down_s` later, starts
@@ -191,7 +194,7 @@ class TracedDustyDisk:
         return consume_host(self.cluster.ports.brokers, TOPICS[record], self.host)
 
     def wait_for_ticket(self):
-        return stack.wait_for(f"{self.host}'s ticket", timeout_s=180, check=lambda: [
+        return wait_for(f"{self.host}'s ticket", timeout_s=180, check=lambda: [
             r for r in self.read("io.health.v1") if r.get("ticket", {}).get("action") == "open"])
 
     def histograms(self, ops):
@@ -274,7 +277,7 @@ class TracedDustyDisk:
             assert ios + missing == self.run.completed > 0, row
 
         try:
-            stack.wait_for(f"{self.host}'s windows", timeout_s=180, check=lambda: self.windows_holding(reads))
+            wait_for(f"{self.host}'s windows", timeout_s=180, check=lambda: self.windows_holding(reads))
         except TimeoutError:
             windows = self.closed_windows()
             raise AssertionError(f"{sum(c[-1] for c in windows.values())} of {reads} reads in the disk's 10 s windows; "
@@ -312,7 +315,7 @@ class TracedDustyDisk:
         table and in the job's rollups of a minute, an hour and a day, and so do the
         Distributed tables over them."""
         where = f"host = '{self.host}' AND disk = '{self.disk}' AND op = 'R' AND latency = 'device'"
-        tables = ("histograms", *stack.LATENCY_ROLLUPS)
+        tables = ("histograms", *LATENCY_ROLLUPS)
         observed = {}
 
         def stored():
@@ -323,8 +326,8 @@ class TracedDustyDisk:
                         int(reader.rows(f"SELECT sum(count) FROM {db}.{table} FINAL WHERE {where}")[0][0]) for table in tables)
             return observed
         try:
-            stack.wait_for(f"{self.host}'s reads in ClickHouse", timeout_s=240,
-                           check=lambda: all(counts == (reads,) * len(tables) for counts in stored().values()))
+            wait_for(f"{self.host}'s reads in ClickHouse", timeout_s=240,
+                     check=lambda: all(counts == (reads,) * len(tables) for counts in stored().values()))
         except TimeoutError:
             raise AssertionError(f"read {reads}; {tables} by (replica, database): {observed}") from None
 
@@ -337,7 +340,7 @@ def write_figures():
               for fault, row in ACCOUNTED.items()]
     FIGURES.parent.mkdir(parents=True, exist_ok=True)
     FIGURES.write_text("\n".join(lines) + "\n")
-    stack.say("fault figures (also in " + str(FIGURES) + "):\n" + "\n".join(lines))
+    say("fault figures (also in " + str(FIGURES) + "):\n" + "\n".join(lines))
 
 
 def crash(container):
@@ -367,8 +370,8 @@ def wait_until_every_partition_takes_writes(cluster, kafka_container):
     agent stopped meanwhile gives up on what it holds after its stall timeout."""
     min_in_sync = int(subprocess.run(["docker", "exec", kafka_container, "sh", "-c", "echo ${KAFKA_MIN_INSYNC:-1}"],
                                      capture_output=True, text=True, check=True).stdout)
-    stack.wait_for(f"every partition with {min_in_sync} copies in sync",
-                   lambda: not partitions_short_of_copies(cluster.ports.brokers, min_in_sync))
+    wait_for(f"every partition with {min_in_sync} copies in sync",
+             lambda: not partitions_short_of_copies(cluster.ports.brokers, min_in_sync))
 
 
 def logs_since_start(container):
@@ -379,15 +382,15 @@ def logs_since_start(container):
 
 
 def job_running_on(ports):
-    job_id = stack.running_job(ports)
-    return job_id and stack._job_running(ports, job_id) and job_id
+    job_id = running_job(ports)
+    return job_id and _job_running(ports, job_id) and job_id
 
 
 def taskmanager_running(cluster, job_id):
     """The container of a TaskManager that runs tasks of the job (the job may use one only)."""
     url = cluster.ports.flink_url
-    vertex = stack.http_json(f"{url}/jobs/{job_id}")["vertices"][0]["id"]
-    ids = {tm["taskmanager-id"] for tm in stack.http_json(f"{url}/jobs/{job_id}/vertices/{vertex}/taskmanagers")["taskmanagers"]}
+    vertex = http_json(f"{url}/jobs/{job_id}")["vertices"][0]["id"]
+    ids = {tm["taskmanager-id"] for tm in http_json(f"{url}/jobs/{job_id}/vertices/{vertex}/taskmanagers")["taskmanagers"]}
     for taskmanager in ("flink-taskmanager-1", "flink-taskmanager-2"):
         container = cluster.container(taskmanager)
         if any(f"Starting TaskManager with ResourceID: {tm_id}" in logs_since_start(container) for tm_id in ids):
@@ -397,30 +400,30 @@ def taskmanager_running(cluster, job_id):
 
 def failures(ports, job_id):
     """How many failures of the job its JobManager has recorded."""
-    return len(stack.http_json(f"{ports.flink_url}/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"])
+    return len(http_json(f"{ports.flink_url}/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"])
 
 
 def a_taskmanager_killed_mid_window_loses_nothing(cluster, dusty_disk):
     dusty_disk.wait_for_ticket()
     time.sleep(8)  # the disk's open windows now hold reads not yet checkpointed
-    job_id = stack.running_job(cluster.ports)
+    job_id = running_job(cluster.ports)
     # (The other faults may have the job restarting at this moment: its tasks are on no TaskManager.)
-    taskmanager = stack.wait_for("a TaskManager running the job", lambda: taskmanager_running(cluster, job_id))
+    taskmanager = wait_for("a TaskManager running the job", lambda: taskmanager_running(cluster, job_id))
     restarted_before, failed_before = restarts(taskmanager), failures(cluster.ports, job_id)
     crash(taskmanager)
-    stack.wait_for("the TaskManager restarted", lambda: restarts(taskmanager) > restarted_before)
-    stack.wait_for("the job failed over and running again", timeout_s=240, check=lambda: (
+    wait_for("the TaskManager restarted", lambda: restarts(taskmanager) > restarted_before)
+    wait_for("the job failed over and running again", timeout_s=240, check=lambda: (
         failures(cluster.ports, job_id) > failed_before and job_running_on(cluster.ports) == job_id))
 
 
 def the_leading_jobmanager_killed_hands_the_job_to_the_standby(cluster, dusty_disk):
     dusty_disk.wait_for_ticket()
     leader = leading_jobmanager(cluster)
-    job_id = stack.running_job(cluster.ports.with_flink_rest_of(leader))
+    job_id = running_job(cluster.ports.with_flink_rest_of(leader))
     time.sleep(8)
     crash(cluster.container(f"flink-jobmanager-{leader}"))
     standby = cluster.ports.with_flink_rest_of(3 - leader)
-    stack.wait_for("the standby running the job", lambda: job_running_on(standby) == job_id, timeout_s=240)
+    wait_for("the standby running the job", lambda: job_running_on(standby) == job_id, timeout_s=240)
 
 
 def a_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
@@ -433,7 +436,7 @@ def a_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
         time.sleep(max(0.0, 60 - (time.monotonic() - away_since)))
     finally:
         subprocess.run(["docker", "start", broker], check=True, capture_output=True)
-    stack.wait_for("kafka-2 back", lambda: "iopipe: topics ready" in logs_since_start(broker))
+    wait_for("kafka-2 back", lambda: "iopipe: topics ready" in logs_since_start(broker))
 
 
 def every_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
@@ -445,14 +448,14 @@ def every_kafka_node_away_for_a_minute_loses_nothing(cluster, dusty_disk):
     dusty_disk.wait_for_ticket()
     brokers = [cluster.container(f"kafka-{node}") for node in (1, 2, 3)]
     subprocess.run(["docker", "stop", *brokers], check=True, capture_output=True)
-    stack.say(f"every Kafka node stopped {dusty_disk.seconds_in():.0f} s into the workload")
+    say(f"every Kafka node stopped {dusty_disk.seconds_in():.0f} s into the workload")
     try:
         time.sleep(60)
     finally:
         subprocess.run(["docker", "start", *brokers], check=True, capture_output=True)
-        stack.say(f"every Kafka node started again {dusty_disk.seconds_in():.0f} s into the workload")
+        say(f"every Kafka node started again {dusty_disk.seconds_in():.0f} s into the workload")
     for broker in brokers:
-        stack.wait_for(f"{broker} back", lambda b=broker: "iopipe: topics ready" in logs_since_start(b))
+        wait_for(f"{broker} back", lambda b=broker: "iopipe: topics ready" in logs_since_start(b))
     wait_until_every_partition_takes_writes(cluster, brokers[0])
 
 
@@ -476,7 +479,7 @@ def clickhouse_replicas_stopped_lose_nothing(cluster, dusty_disk):
         finally:
             subprocess.run(["docker", "start", *stopped], check=True, capture_output=True)
         for replica in stack.CLICKHOUSE_REPLICAS:
-            stack.wait_for(f"ClickHouse replica {replica}", lambda r=replica: stack.clickhouse_answers(
+            wait_for(f"ClickHouse replica {replica}", lambda r=replica: clickhouse_answers(
                 cluster.ports.of_clickhouse_replica(r)))
 
 

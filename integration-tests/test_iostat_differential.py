@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from iopipe.contract import BASE_WINDOW_S
 from iopipe.diskstats_fields import COUNTERS
-from iopipe.stack import BASE_WINDOW_S
 
 pytestmark = pytest.mark.jar
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from iopipe.stack import BASE_WINDOW_S, PIPELINE
+from iopipe.contract import BASE_WINDOW_S, PIPELINE
 from iopipe.synthetic import scenarios
 
 pytestmark = pytest.mark.jar

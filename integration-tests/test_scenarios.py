@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from iopipe.stack import BASE_WINDOW_S
+from iopipe.contract import BASE_WINDOW_S
 from iopipe.synthetic import fleet, scenarios
 
 pytestmark = pytest.mark.jar

@@ -15,9 +15,13 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
 from iopipe import host_signing, stack
+from iopipe.flink_rest import flink_config
 from iopipe.kafka_access import (AGENT_PRODUCER_BYTE_RATE, CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess,
                                  agent_principal, read_properties)
 from iopipe.migrate import ClickHouseError
+from iopipe.ports import Ports
+from iopipe.readiness import http_json, wait_for
+from iopipe.stack_kafka import agent_access, kafka_access, kafka_client
 from iopipe.synthetic import scenarios
 
 from conftest import services
@@ -51,10 +55,10 @@ def test_flink_takes_no_jar_uploads(pipeline):
     status, answer = _post_jar(pipeline.ports.flink_url, EMPTY_JAR)
     assert 400 <= status < 500, f"a jar upload answered {status}: {answer[:300]!r}"
     assert b"not allowed" in answer or status == 404, answer[:300]
-    config = stack.flink_config(pipeline.ports)
+    config = flink_config(pipeline.ports)
     assert config["web.submit.enable"] == "false"
     assert config["rest.bind-address"] == "127.0.0.1"
-    jobs = stack.http_json(f"{pipeline.ports.flink_url}/jobs")["jobs"]
+    jobs = http_json(f"{pipeline.ports.flink_url}/jobs")["jobs"]
     assert {"id": pipeline.job_id, "status": "RUNNING"} in jobs, "the live job runs, submitted by the CLI"
 
 
@@ -91,14 +95,14 @@ def test_clickhouse_users_come_only_from_their_networks():
 
 def test_clickhouse_takes_only_random_passwords():
     """An unsalted SHA-256 of a word is found in a dictionary: the server refuses to start."""
-    ports = stack.Ports.free()
+    ports = Ports.free()
     weak = replace(stack.ClickHouseUsers.generate(), reader="grafana")
     container = f"iopipe-test-weak-clickhouse-{uuid.uuid4().hex[:8]}"
     environment = [arg for key, value in {**ports.env(), **weak.env()}.items() for arg in ("-e", f"{key}={value}")]
     subprocess.run(["docker", "run", "-d", "--name", container, "--network", "host", *environment,
                     "iopipe/clickhouse:dev"], capture_output=True, check=True)
     try:
-        stack.wait_for("ClickHouse refusing to start", lambda: _exit_code(container) is not None, timeout_s=60)
+        wait_for("ClickHouse refusing to start", lambda: _exit_code(container) is not None, timeout_s=60)
         assert _exit_code(container) == 2
         logs = subprocess.run(["docker", "logs", container], capture_output=True, text=True).stderr
         assert "IOPIPE_CLICKHOUSE_READER_PASSWORD is shorter than 32 characters" in logs, logs
@@ -148,7 +152,7 @@ def _read_error(config, topic, group_prefix):
 
 def test_kafka_takes_only_who_it_knows(pipeline, tmp_path):
     brokers = pipeline.ports.brokers
-    admin = stack.kafka_client(brokers)
+    admin = kafka_client(brokers)
     impostor = KafkaAccess(tmp_path).create()  # a CA of the same making, not the stack's
     refused_senders = {
         "wrong password": {**admin, "sasl.password": "not-the-password"},
@@ -164,7 +168,7 @@ def test_kafka_takes_only_who_it_knows(pipeline, tmp_path):
     assert sent["plaintext"][0] is not None, "a client without TLS and SASL gets nothing in"
     assert sent["trusting another CA"][0] is not None, "a client that does not trust the stack's CA does not talk to it"
 
-    clickhouse = stack.kafka_client(brokers, CLICKHOUSE)
+    clickhouse = kafka_client(brokers, CLICKHOUSE)
     assert _read_error(clickhouse, ACCEPTED_TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) is None
     refused_readers = {
         "a certificate of the same name from another CA is refused": {
@@ -186,14 +190,14 @@ def test_each_principal_does_only_its_part(pipeline):
     nothing; ClickHouse reads only what it stores, and writes nothing."""
     brokers = pipeline.ports.brokers
     host = f"boundary-{uuid.uuid4().hex[:6]}"
-    agent = {"bootstrap.servers": brokers, **read_properties(stack.agent_access(brokers, host).kafka_config)}
-    assert stack.kafka_access(brokers).admin().user_quotas(agent_principal(host)) == {
+    agent = {"bootstrap.servers": brokers, **read_properties(agent_access(brokers, host).kafka_config)}
+    assert kafka_access(brokers).admin().user_quotas(agent_principal(host)) == {
         "producer_byte_rate": AGENT_PRODUCER_BYTE_RATE}
     assert _delivery(agent, TOPICS["io.diskstats.v1"])[0] is None
     for topic in (TOPICS["io.window.v1"], TOPICS["io.health.v1"], ACCEPTED_TOPICS["io.diskstats.v1"]):
         assert _delivery(agent, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
     assert _read_error(agent, TOPICS["io.diskstats.v1"], JOB_GROUP) in DENIED
-    clickhouse = stack.kafka_client(brokers, CLICKHOUSE)
+    clickhouse = kafka_client(brokers, CLICKHOUSE)
     for topic in (TOPICS["io.window.v1"], TOPICS["io.diskstats.v1"]):
         assert _delivery(clickhouse, topic)[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, topic
     assert _read_error(clickhouse, TOPICS["io.diskstats.v1"], CLICKHOUSE_GROUP) == KafkaError.TOPIC_AUTHORIZATION_FAILED, \
@@ -209,7 +213,7 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     brokers, reader = pipeline.ports.brokers, pipeline.reader
     suffix = uuid.uuid4().hex[:6]
     speaker, victim, honest = f"speaker-{suffix}", f"victim-{suffix}", f"honest-{suffix}"
-    access = stack.agent_access(brokers, speaker)
+    access = agent_access(brokers, speaker)
     for host in (speaker, victim):
         run = subprocess.run([str(agent_bin), "run", "--no-trace", "--output", "kafka", "--brokers", brokers,
                               *access.args(), "--host", host, "--count", "3", "--interval-ms", "200"],
@@ -224,13 +228,13 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     produce(brokers, forged, headers=signed_by_speaker)
     produce(brokers, scenarios.shifted_to_now([{**r, "host": honest} for r in s1]))
 
-    stack.wait_for("the speaker's own samples accepted", timeout_s=120,
-                   check=lambda: consume_host(brokers, ACCEPTED_TOPICS["io.diskstats.v1"], speaker))
-    refused = stack.wait_for("a dead letter for every forged record and the agent's claims", timeout_s=180, check=lambda: (
+    wait_for("the speaker's own samples accepted", timeout_s=120,
+             check=lambda: consume_host(brokers, ACCEPTED_TOPICS["io.diskstats.v1"], speaker))
+    refused = wait_for("a dead letter for every forged record and the agent's claims", timeout_s=180, check=lambda: (
         letters if len(letters := dead_letters_naming(brokers, victim)) > len(forged) else None))
     assert all(letter["reason"].startswith(f"unverified host: the signature is not host {victim}'s")
                for letter in refused), refused[:3]
-    anomalies = stack.wait_for("the honest host's failing disk", timeout_s=300, check=lambda: reader.rows(
+    anomalies = wait_for("the honest host's failing disk", timeout_s=300, check=lambda: reader.rows(
         f"SELECT kind FROM iopipe.anomalies FINAL WHERE host = '{honest}' AND disk = 'sdb'"))
     assert ("failing_disk",) in anomalies
     for topic in ACCEPTED_TOPICS.values():
@@ -238,17 +242,17 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     for table in ("windows", "anomalies", "health", "diskstats", "histograms", "events"):
         assert reader.rows(f"SELECT count() FROM iopipe.{table} WHERE host = '{victim}'") == [("0",)], table
     # Flink's REST API serves metrics as its fetcher last read them, every 10 s.
-    stack.wait_for("the refused records counted", timeout_s=60,
-                   check=lambda: _job_counter(pipeline, "records_unverified_host_total") >= len(refused))
+    wait_for("the refused records counted", timeout_s=60,
+             check=lambda: _job_counter(pipeline, "records_unverified_host_total") >= len(refused))
 
 
 def _job_counter(pipeline, name):
     """A counter of the live job, summed over every operator and subtask that has it."""
-    job = stack.http_json(f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}")
+    job = http_json(f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}")
     total = 0
     for vertex in job["vertices"]:
         url = f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}/vertices/{vertex['id']}/subtasks/metrics"
-        ids = [m["id"] for m in stack.http_json(url) if m["id"].endswith(name)]
+        ids = [m["id"] for m in http_json(url) if m["id"].endswith(name)]
         if ids:
-            total += sum(int(float(m["sum"])) for m in stack.http_json(f"{url}?get={','.join(ids)}"))
+            total += sum(int(float(m["sum"])) for m in http_json(f"{url}?get={','.join(ids)}"))
     return total

@@ -8,18 +8,20 @@ import uuid
 
 import pytest
 
-from iopipe import stack
+from iopipe.contract import BASE_WINDOW_S, PIPELINE
+from iopipe.readiness import wait_for
+from iopipe.stack_kafka import agent_access
 
 import iostat_reference
 from kafka_records import consume_host
 
 pytestmark = pytest.mark.stack
 
-WINDOW_S = stack.BASE_WINDOW_S
+WINDOW_S = BASE_WINDOW_S
 SAMPLES = 32
 # A window closes once the watermark (newest sample minus the job's allowed disorder)
 # passes its end; windows ending that long and a second more before the last sample must exist.
-CLOSED_MARGIN_NS = (stack.PIPELINE["out_of_orderness_s"] + 1) * 1_000_000_000
+CLOSED_MARGIN_NS = (PIPELINE["out_of_orderness_s"] + 1) * 1_000_000_000
 COMPARED = ("interval_s", "samples", "reads_completed", "writes_completed",
             "reads_per_s", "writes_per_s", "read_kib_per_s", "write_kib_per_s",
             "read_merges_per_s", "write_merges_per_s", "read_merges_pct", "write_merges_pct",
@@ -33,7 +35,7 @@ def run_agent_with_disk_io(agent_bin, brokers, host, scratch):
     workload = subprocess.Popen(["dd", "if=/dev/zero", f"of={scratch}", "bs=1M", "count=400", "oflag=direct", "status=none"])
     try:
         agent = subprocess.run([str(agent_bin), "run", "--output", "kafka", "--brokers", brokers,
-                                *stack.agent_access(brokers, host).args(), "--host", host, "--count", str(SAMPLES)],
+                                *agent_access(brokers, host).args(), "--host", host, "--count", str(SAMPLES)],
                                capture_output=True, text=True, timeout=SAMPLES + 60)
     finally:
         workload.wait(timeout=120)
@@ -59,7 +61,7 @@ def test_clickhouse_windows_equal_what_the_diskstats_deltas_imply(pipeline, agen
     must_exist = {key for key, w in expected.items() if w["window_end_ns"] <= newest_ns - CLOSED_MARGIN_NS}
     assert len(must_exist) >= 2 * len(disks), "the run is long enough to close two windows per disk"
 
-    rows = stack.wait_for("iostat windows in ClickHouse", timeout_s=90, check=lambda: (
+    rows = wait_for("iostat windows in ClickHouse", timeout_s=90, check=lambda: (
         lambda rows: rows if must_exist <= {(r["disk"], int(r["window_start_ns"])) for r in rows} else None
     )(clickhouse_windows(pipeline.clickhouse, host)))
 

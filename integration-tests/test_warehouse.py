@@ -14,8 +14,11 @@ from contextlib import contextmanager
 import pytest
 from confluent_kafka import Producer
 
-from iopipe import cookbook, migrate, retention, stack
+from iopipe import cookbook, migrate, retention
+from iopipe.contract import BASE_WINDOW_S, LATENCY_ROLLUPS
 from iopipe.kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP
+from iopipe.readiness import say, wait_for
+from iopipe.stack_kafka import kafka_access, kafka_client
 from iopipe.synthetic import scenarios
 from testkit import warehouse_fixture
 
@@ -53,7 +56,7 @@ def wait_until_stored(client, db, records, what):
         return all(a >= b for a, b in zip(n, wanted)) if isinstance(n, tuple) else n >= wanted
     started = time.monotonic()
     try:
-        stack.wait_for(what, lambda: all(reached(n, want[t]) for t, n in stored().items()), timeout_s=120)
+        wait_for(what, lambda: all(reached(n, want[t]) for t, n in stored().items()), timeout_s=120)
     except TimeoutError:
         pytest.fail(f"{what}: rows per table {stored()}, sent {want}")
     took = time.monotonic() - started
@@ -75,7 +78,7 @@ def migrated(pipeline):
 def clickhouse_reading_agent_topics(ports):
     """A warehouse older than raw_tables_read_accepted reads the agent topics: the
     deployment it belonged to let ClickHouse's principal read them."""
-    kafka_admin = stack.kafka_access(ports.brokers).admin()
+    kafka_admin = kafka_access(ports.brokers).admin()
     acl = ("--operation", "Read", "--operation", "Describe",
            *(arg for record in ACCEPTED_TOPICS for arg in ("--topic", TOPICS[record])))
     kafka_admin.grant(CLICKHOUSE, *acl)
@@ -97,7 +100,7 @@ def up_then_down_leaves_an_empty_server(pipeline):
     admin = users.client(ports, "admin")
     db = f"updown_{uuid.uuid4().hex[:8]}"
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.certificate_brokers,
-                                kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=stack.say)
+                                kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=say)
     migrator.up()
     modern_only = {m.version for m in migrate.discover() if m.requires}
     assert modern_only and set(migrator.skipped) == modern_only, "18.16 skips exactly the modern-only migrations"
@@ -131,7 +134,7 @@ def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(pipeli
             headers=unsigned)
     db = f"upgrade_{uuid.uuid4().hex[:8]}"
     migrator = migrate.Migrator(admin, db=db, kafka_brokers=ports.certificate_brokers,
-                                kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=stack.say)
+                                kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=say)
     from_job = next(m.version for m in migrate.discover() if m.name == "latency_from_job")
     reads_accepted = next(m.version for m in migrate.discover() if m.name == "raw_tables_read_accepted")
     assert from_job < reads_accepted
@@ -143,11 +146,11 @@ def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(pipeli
 
         def summed(table, host):
             return int(admin.rows(f"SELECT sumMerge(count) FROM {db}.{table} WHERE host = '{host}'")[0][0])
-        stack.wait_for("0009's rollups summing the history", lambda: all(
+        wait_for("0009's rollups summing the history", lambda: all(
             summed(table, host) == ios for table in ("latency_1m", "latency_1h", "latency_1d") for host, ios in ios_of.items()),
             timeout_s=120)
         migrator.up()
-        for table in stack.LATENCY_ROLLUPS:
+        for table in LATENCY_ROLLUPS:
             moved = admin.rows(f"SELECT sum(count), max(revision) FROM {db}.{table} FINAL WHERE host = '{fleet.host_b}'")
             assert moved == [(str(ios_of[fleet.host_b]), "0")], f"{table}: host b's history {moved}"
         produce(ports.brokers, [r for r in rollups if r["host"] == fleet.host_b])
@@ -157,7 +160,7 @@ def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(pipeli
         produce(ports.brokers, raw + accepted_after, topics=ACCEPTED_TOPICS)
         wait_until_stored(admin, db, [r for r in fleet.records if r["schema"] not in ACCEPTED_TOPICS],
                           "the history in every table after the upgrade")
-        for table in stack.LATENCY_ROLLUPS:
+        for table in LATENCY_ROLLUPS:
             sums = admin.rows(f"SELECT host, disk, op, period, revision, count FROM {db}.{table} FINAL "
                               f"WHERE host LIKE '{fleet.host_a[:-2]}%' AND revision != 2")
             assert not sums, f"{table}: sums the job's rollups did not replace: {sums}"
@@ -166,8 +169,8 @@ def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(pipeli
 
         def stored_final():
             return {table: warehouse_fixture.stored_final(admin.rows, db, table, hosts)[0] for table in want}
-        stack.wait_for("the raw records read before the upgrade and those only on the accepted topics, once each",
-                       lambda: stored_final() == want, timeout_s=120)
+        wait_for("the raw records read before the upgrade and those only on the accepted topics, once each",
+                 lambda: stored_final() == want, timeout_s=120)
         time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s): the agent topics' records had their chance
         assert stored_final() == want
         for table in want:
@@ -223,7 +226,7 @@ def test_users_can_do_only_their_part(migrated):
     with pytest.raises(migrate.ClickHouseError, match="readonly"):
         reader.query(insert)
     # The passwordless user sees the server's own tables and nothing of iopipe's.
-    default = stack.ClickHouseHttp(ports.clickhouse_url)
+    default = migrate.ClickHouseHttp(ports.clickhouse_url)
     assert default.rows("SELECT count() FROM system.tables WHERE database = 'system'")
     with pytest.raises(migrate.ClickHouseError, match="Access denied to database iopipe"):
         default.query("SELECT count() FROM iopipe.windows")
@@ -235,7 +238,7 @@ def test_users_can_do_only_their_part(migrated):
     with pytest.raises(migrate.ClickHouseError, match="readonly|DDL"):
         reader.query("DROP TABLE iopipe.windows")
     with pytest.raises(migrate.ClickHouseError, match="password"):
-        stack.ClickHouseHttp(ports.clickhouse_url, "iopipe_writer", "wrong").query("SELECT 1")
+        migrate.ClickHouseHttp(ports.clickhouse_url, "iopipe_writer", "wrong").query("SELECT 1")
 
 
 def test_the_reader_cannot_lift_its_limits(migrated):
@@ -269,7 +272,7 @@ def test_a_malformed_message_is_skipped_and_its_neighbours_kept(migrated):
     host = f"bad-{uuid.uuid4().hex[:6]}"
     fleet = warehouse_fixture.fleet(int(time.time()), host)
     before, after = fleet.by_schema("io.hist.v1")[:3], fleet.by_schema("io.hist.v1")[3:6]
-    producer = Producer(stack.kafka_client(ports.brokers))
+    producer = Producer(kafka_client(ports.brokers))
     for value in ([json.dumps(r) for r in before] + ["{not json", json.dumps({**before[0], "count": "many"})]
                   + [json.dumps(r) for r in after]):
         producer.produce(INGESTED_FROM["io.hist.v1"], key=f"{host}-a/sdb", value=value)
@@ -284,7 +287,7 @@ def test_a_steady_stream_is_stored_while_it_flows(migrated):
     reader = users.client(ports, "reader")
     host = f"steady-{uuid.uuid4().hex[:6]}"
     template = warehouse_fixture.fleet(int(time.time()), host).by_schema("io.hist.v1")[0]
-    producer = Producer({**stack.kafka_client(ports.brokers), "linger.ms": 0})
+    producer = Producer({**kafka_client(ports.brokers), "linger.ms": 0})
     flow_s, every_s, sent, stored = 60, 0.2, 0, 0
     deadline = time.monotonic() + flow_s
     while time.monotonic() < deadline and not stored:
@@ -296,7 +299,7 @@ def test_a_steady_stream_is_stored_while_it_flows(migrated):
         if sent % 10 == 0:
             stored = count(reader, "iopipe.histograms", f"host = '{host}'")
     assert stored, f"none of {sent} histograms sent over {flow_s} s without a pause was stored while they flowed"
-    stack.say(f"a steady stream's first rows stored after {sent * every_s:.0f} s of it ({stored} of {sent})")
+    say(f"a steady stream's first rows stored after {sent * every_s:.0f} s of it ({stored} of {sent})")
 
 
 def test_a_replayed_topic_is_stored_once(migrated):
@@ -310,7 +313,7 @@ def test_a_replayed_topic_is_stored_once(migrated):
     produce(ports.brokers, fleet.records, topics=INGESTED_FROM)
     time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s)
     expected = warehouse_fixture.stored_once(fleet.records)
-    assert set(expected) == {"windows", "diskstats", "histograms", "anomalies", "health", *stack.LATENCY_ROLLUPS}
+    assert set(expected) == {"windows", "diskstats", "histograms", "anomalies", "health", *LATENCY_ROLLUPS}
     ios = sum(h["count"] for h in fleet.by_schema("io.hist.v1"))
     for table, (rows, rolled_up, revisions) in expected.items():
         stored = warehouse_fixture.stored_final(reader.rows, "iopipe", table, f"host LIKE '{fleet.host_a[:-2]}%'")
@@ -322,7 +325,7 @@ def latency_rollups_of(client, host):
     """Per rollup table, per disk, the device-time I/Os its newest revisions count."""
     return {table: {disk: int(n) for disk, n in client.rows(
         f"SELECT disk, sum(count) FROM iopipe.{table} FINAL WHERE host = '{host}' AND latency = 'device' GROUP BY disk")}
-        for table in stack.LATENCY_ROLLUPS}
+        for table in LATENCY_ROLLUPS}
 
 
 def histograms_read_after_their_windows_closed_still_count_once_in_the_rollups(pipeline):
@@ -335,18 +338,18 @@ def histograms_read_after_their_windows_closed_still_count_once_in_the_rollups(p
     produce(pipeline.ports.brokers, [r for r in records if r["schema"] == "io.diskstats.v1"])
     # Histograms not heard within 10 s are not waited for: the diskstats close the windows.
     first_windows = (f"SELECT uniqExact(window_start_ns) FROM iopipe.windows "
-                     f"WHERE host = '{host}' AND window_s = {stack.BASE_WINDOW_S}")
-    stack.wait_for("S4's first windows closed on its diskstats alone",
-                   lambda: int(pipeline.reader.rows(first_windows)[0][0]) >= 5, timeout_s=120)
+                     f"WHERE host = '{host}' AND window_s = {BASE_WINDOW_S}")
+    wait_for("S4's first windows closed on its diskstats alone",
+             lambda: int(pipeline.reader.rows(first_windows)[0][0]) >= 5, timeout_s=120)
     produce(pipeline.ports.brokers, histograms + histograms)
     sent = {"sdb": sum(r["count"] for r in histograms if r["latency"] == "device")}
     try:
-        stack.wait_for("S4's latency rollups", lambda: all(n == sent for n in latency_rollups_of(pipeline.reader, host).values()),
-                       timeout_s=240)
+        wait_for("S4's latency rollups", lambda: all(n == sent for n in latency_rollups_of(pipeline.reader, host).values()),
+                 timeout_s=240)
     except TimeoutError:
         pytest.fail(f"S4's rollups {latency_rollups_of(pipeline.reader, host)}, its histograms {sent}")
     # The job's dead letters are committed with its checkpoints, as the rollups' amendments are.
-    stack.wait_for("dead letters of the histograms that came after their windows closed", timeout_s=60, check=lambda: [
+    wait_for("dead letters of the histograms that came after their windows closed", timeout_s=60, check=lambda: [
         letter for letter in dead_letters_naming(pipeline.ports.brokers, host) if "histogram of" in letter["reason"]])
 
 
@@ -371,7 +374,7 @@ def test_records_the_contract_refuses_are_dead_letters_never_stored_and_their_ne
     refused = refused_by_the_contract(host)
     half = len(good) // 2
     produce(pipeline.ports.brokers, good[:half] + refused + good[half:])
-    stack.wait_for("a dead letter for every refused record", timeout_s=120, check=lambda: len([
+    wait_for("a dead letter for every refused record", timeout_s=120, check=lambda: len([
         letter for letter in dead_letters_naming(pipeline.ports.brokers, host)
         if letter["stage"] == "stream-jobs/decode"]) == len(refused))
     wait_until_stored(pipeline.reader, "iopipe", good, "S3's good records")
@@ -384,19 +387,19 @@ def live_pipeline_records_land_once_each_within_seconds(pipeline):
     records = scenarios.shifted_to_now([{**r, "host": host} for r in scenarios.generate("S1")])
     produce(pipeline.ports.brokers, records)
     took = wait_until_stored(pipeline.reader, "iopipe", records, "S1's raw records in ClickHouse")
-    stack.say(f"S1's {len(records)} raw records stored within {took:.1f} s of being sent")
+    say(f"S1's {len(records)} raw records stored within {took:.1f} s of being sent")
 
     device = [r for r in records if r["schema"] == "io.hist.v1" and r["latency"] == "device"]
     sent = {disk: sum(r["count"] for r in device if r["disk"] == disk) for disk in {r["disk"] for r in device}}
 
     # The job closes the disk's last windows once the disk has been silent for its DISK_IDLENESS.
     try:
-        stack.wait_for("S1's latency rollups", lambda: all(n == sent for n in latency_rollups_of(pipeline.reader, host).values()),
-                       timeout_s=240)
+        wait_for("S1's latency rollups", lambda: all(n == sent for n in latency_rollups_of(pipeline.reader, host).values()),
+                 timeout_s=240)
     except TimeoutError:
         pytest.fail(f"S1's rollups {latency_rollups_of(pipeline.reader, host)}, its histograms {sent}")
 
-    anomalies = stack.wait_for("S1's failing disk in ClickHouse", lambda: pipeline.reader.rows(
+    anomalies = wait_for("S1's failing disk in ClickHouse", lambda: pipeline.reader.rows(
         f"SELECT kind, severity FROM iopipe.anomalies FINAL WHERE host = '{host}' AND disk = 'sdb'"), timeout_s=120)
     assert ("failing_disk", "critical") in anomalies or ("failing_disk", "warning") in anomalies, anomalies
 

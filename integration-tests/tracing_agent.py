@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from iopipe import stack
+from iopipe.stack_kafka import agent_access
 
 # What the agent prints on stderr once its programs are attached (agent/src/tracer.rs).
 ATTACHED = "tracing block I/O"
@@ -88,7 +88,7 @@ class KafkaTracingAgent:
         self.log = tempfile.NamedTemporaryFile("w+", prefix="iopipe-agent-", suffix=".log")
         self.process = subprocess.Popen(
             [str(agent_bin), "run", "--output", "kafka", "--brokers", brokers, "--host", host,
-             *stack.agent_access(brokers, host).args(), *args],
+             *agent_access(brokers, host).args(), *args],
             stderr=self.log, text=True)
         # Counts checked against the kernel's must start after the agent traces: it counts
         # missing completions from its start.

@@ -28,10 +28,15 @@ from pathlib import Path
 
 from iopipe import cookbook, stack
 from iopipe import tickets as tickets_local
+from iopipe.contract import BASE_WINDOW_S
 from iopipe.faultdisk import FaultDisk
 from iopipe.faultdisk.seeds import DISK_MIB, SCENARIOS, fio
+from iopipe.paths import CACHE
+from iopipe.ports import Ports
+from iopipe.readiness import say, wait_for
+from iopipe.stack_kafka import agent_access
 
-AGENT_BIN = Path(os.environ.get("IOPIPE_AGENT_BIN", stack.CACHE / "cargo-target" / "release" / "iopipe-agent"))
+AGENT_BIN = Path(os.environ.get("IOPIPE_AGENT_BIN", CACHE / "cargo-target" / "release" / "iopipe-agent"))
 POLL_S = 2
 VERDICT_WAIT_S = 90  # after the workload: room for the last window to close and be judged
 BAR_WIDTH = 40
@@ -91,13 +96,13 @@ class Watch:
         for w in self.clickhouse.json_rows(
                 f"SELECT window_start_ns, window_end_ns, reads_per_s, read_kib_per_s, read_await_ms, queue_size, util_pct "
                 f"FROM iopipe.windows FINAL WHERE {self.ours('window_start')} "
-                f"AND disk = {sql_string(self.disk)} AND op = 'all' AND window_s = {stack.BASE_WINDOW_S} ORDER BY window_start_ns"):
+                f"AND disk = {sql_string(self.disk)} AND op = 'all' AND window_s = {BASE_WINDOW_S} ORDER BY window_start_ns"):
             key = ("window", w["window_start_ns"])
             if key in self.shown or int(w["window_end_ns"]) > int(covered_ns):
                 continue
             self.shown.add(key)
             start_s, end_s = int(w["window_start_ns"]) / 1e9, int(w["window_end_ns"]) / 1e9
-            print(f"\n{clock(start_s)}-{clock(end_s)} {self.disk} ({stack.BASE_WINDOW_S} s window)  r/s {w['reads_per_s']:.1f}  "
+            print(f"\n{clock(start_s)}-{clock(end_s)} {self.disk} ({BASE_WINDOW_S} s window)  r/s {w['reads_per_s']:.1f}  "
                   f"rkB/s {w['read_kib_per_s']:.0f}  r_await {w['read_await_ms']:.2f} ms  "
                   f"aqu-sz {w['queue_size']:.2f}  %util {w['util_pct']:.1f}")
             print("\n".join(biolatency(self.device_reads_histogram(w["window_start_ns"], w["window_end_ns"]))), flush=True)
@@ -215,7 +220,7 @@ def play(disk, watch, stop_workload, workload):
                 disk.set_profile(phase.profile)
             watch.fault_at[phase.name] = time.time()
             until = f" or until iopipe tells {' and '.join(phase.until)}" if phase.until else ""
-            stack.say(f"{clock(time.time())} the disk is {phase.name.upper()} for {phase.seconds} s{until}: {phase.story}")
+            say(f"{clock(time.time())} the disk is {phase.name.upper()} for {phase.seconds} s{until}: {phase.story}")
             deadline = time.monotonic() + phase.seconds
             while time.monotonic() < deadline and not (phase.until and watch.has(*phase.until)):
                 time.sleep(POLL_S)
@@ -223,7 +228,7 @@ def play(disk, watch, stop_workload, workload):
     finally:
         stop_workload.set()
         workload.join()
-    stack.say(f"{clock(time.time())} workload done; waiting up to {VERDICT_WAIT_S} s for the last windows to be judged")
+    say(f"{clock(time.time())} workload done; waiting up to {VERDICT_WAIT_S} s for the last windows to be judged")
     deadline = time.monotonic() + VERDICT_WAIT_S
     while time.monotonic() < deadline and not watch.has("failing_disk", "failing"):
         time.sleep(POLL_S)
@@ -239,7 +244,7 @@ def print_summary(watch, counts, clickhouse):
         f"SELECT sum(count) FROM iopipe.histograms FINAL WHERE {watch.ours('start')} "
         f"AND disk = {sql_string(watch.disk)} AND op = 'R' AND latency = 'device'")
     print("\n" + "=" * 100)
-    stack.say(f"what iopipe found on {watch.disk}:")
+    say(f"what iopipe found on {watch.disk}:")
     for a in ours:
         print(f"  {a['kind']} ({a['severity']}): {a['summary']}")
     if not ours:
@@ -251,7 +256,7 @@ def print_summary(watch, counts, clickhouse):
 
 
 def print_queries(watch):
-    users_file = stack.CACHE / "clickhouse-users.json"
+    users_file = CACHE / "clickhouse-users.json"
     anomalies = {"host": watch.host, "disk": watch.disk, "hours": 1}
     print(f"\nThe same in SQL. This is what found it (schema/queries/anomalies_of_disk.sql):\n\n"
           f"{cookbook.render('anomalies_of_disk', anomalies)}\n")
@@ -261,7 +266,7 @@ def print_queries(watch):
             ("its anomalies with their evidence", "anomalies_of_disk", anomalies),
             ("its health: suspect, then failing, and the ticket", "suspect_to_failing", {"days": 1}),
             ("how long each detection took", "time_to_detect", {"days": 1}),
-            ("iostat -x of this host", "iostat_host", {"host": watch.host, "window_s": stack.BASE_WINDOW_S, "minutes": 10})):
+            ("iostat -x of this host", "iostat_host", {"host": watch.host, "window_s": BASE_WINDOW_S, "minutes": 10})):
         arguments = " ".join(f"{k}={v}" for k, v in params.items())
         print(f"  # {what}\n  {{ python3 -m iopipe.cookbook {name} {arguments}; echo FORMAT Vertical; }} "
               f"| curl -s -u iopipe_reader:$PW http://127.0.0.1:8123/ --data-binary @-")
@@ -277,19 +282,19 @@ def first_ticket(receiver, watch):
 
 def show_ticket(tickets, watch):
     """The ticket the failing disk became, as Alertmanager sent it, and its heatmap saved."""
-    receiver, note = stack.wait_for("the ticket Alertmanager sends for the failing disk",
-                                    lambda: first_ticket(tickets.receiver, watch), timeout_s=120)
+    receiver, note = wait_for("the ticket Alertmanager sends for the failing disk",
+                              lambda: first_ticket(tickets.receiver, watch), timeout_s=120)
     alert = note["alerts"][0]
     labels, annotations = alert["labels"], alert["annotations"]
     print("\n" + "=" * 100)
-    stack.say(f"the ticket: Alertmanager ({tickets.alertmanager_url}) sent receiver {receiver!r} (the Jira and "
-              f"webhook receiver of infra/alertmanager/alertmanager.yml) this for {watch.disk}:")
+    say(f"the ticket: Alertmanager ({tickets.alertmanager_url}) sent receiver {receiver!r} (the Jira and "
+        f"webhook receiver of infra/alertmanager/alertmanager.yml) this for {watch.disk}:")
     print(f"  {labels['alertname']} {alert['status']} since {alert['startsAt']}, labels "
           + ", ".join(f"{k}={labels[k]}" for k in ("host", "disk", "model", "serial", "kind") if labels.get(k)))
     print(f"  {annotations['summary']}\n  {annotations['description']}")
     print("  evidence:\n" + "\n".join("    " + line for line in annotations["evidence"].splitlines()[:6]))
     print(f"  dashboard: {annotations['dashboard_url']}")
-    key, issue = stack.wait_for("the Jira issue", lambda: next(
+    key, issue = wait_for("the Jira issue", lambda: next(
         ((k, i) for k, i in tickets.receiver.jira_issues().items() if f"{watch.host}/{watch.disk}" in i["fields"]["summary"]),
         None), timeout_s=60)
     print(f"  Jira issue {key} (the receiver's jira_configs, against a local stand-in for Jira's API): "
@@ -297,7 +302,7 @@ def show_ticket(tickets, watch):
           f"labels {', '.join(issue['fields']['labels'])}")
     for name, what in (("heatmap", "latency heatmap (linked from the ticket, drawn from the disk dashboard's SQL)"),
                        ("histogram", "latency histogram of the window of the verdict (linked from the ticket)")):
-        picture = stack.CACHE / "demo" / f"{name}-{watch.host}-{watch.disk}.svg"
+        picture = CACHE / "demo" / f"{name}-{watch.host}-{watch.disk}.svg"
         picture.parent.mkdir(parents=True, exist_ok=True)
         with urllib.request.urlopen(annotations[f"{name}_url"], timeout=30) as response:
             picture.write_bytes(response.read())
@@ -310,17 +315,17 @@ def tour(ports, clickhouse, host, agent_bin=AGENT_BIN, tickets=None):
     counts = {}
     with FaultDisk(PHASES[0].profile, size_mib=DISK_MIB, rotational=True) as disk, \
             tempfile.TemporaryFile("w+") as agent_log:
-        stack.say(f"fault disk {disk.device}: rotational, {DISK_MIB} MiB, served by a FUSE process shaping each request")
+        say(f"fault disk {disk.device}: rotational, {DISK_MIB} MiB, served by a FUSE process shaping each request")
         agent = subprocess.Popen([str(agent_bin), "run", "--output", "kafka", "--brokers", ports.brokers,
-                                  *stack.agent_access(ports.brokers, host).args(),
+                                  *agent_access(ports.brokers, host).args(),
                                   "--host", host], stderr=agent_log, text=True)
         try:
             watch = Watch(clickhouse, host, disk.name, time.time())
             reads_before = disk.diskstats()["reads_completed"]
             stop_workload = threading.Event()
             workload = threading.Thread(target=lambda: counts.setdefault("fio", reads_until(disk.device, stop_workload)))
-            stack.say(f"agent tracing every disk as host {host}; fio reads 16 KiB at random from {disk.device}, "
-                      f"one at a time, until the disk has failed. Windows show here some 15 s after they close.")
+            say(f"agent tracing every disk as host {host}; fio reads 16 KiB at random from {disk.device}, "
+                f"one at a time, until the disk has failed. Windows show here some 15 s after they close.")
             workload.start()
             play(disk, watch, stop_workload, workload)
             counts["kernel"] = disk.diskstats()["reads_completed"] - reads_before
@@ -328,7 +333,7 @@ def tour(ports, clickhouse, host, agent_bin=AGENT_BIN, tickets=None):
             agent.terminate()
             agent.wait(timeout=30)
             agent_log.seek(0)
-            stack.say("agent: " + (agent_log.read().strip().splitlines() or ["exited"])[-1])
+            say("agent: " + (agent_log.read().strip().splitlines() or ["exited"])[-1])
     print_summary(watch, counts, clickhouse)
     if tickets:
         show_ticket(tickets, watch)
@@ -342,13 +347,13 @@ def main():
     if not AGENT_BIN.exists():
         sys.exit(f"{AGENT_BIN} is missing: run `make agent` (make demo builds it)")
     print(__doc__.split("\n\n")[1] + "\n")
-    ports = stack.Ports()
+    ports = Ports()
     users = stack.up(ports)
     receiver = tickets_local.Receiver()
     with tickets_local.LocalTickets(ports.clickhouse_url, users.reader, receiver.url) as tickets:
         tickets.receiver = receiver
         tour(ports, users.client(ports, "reader"), socket.gethostname(), tickets=tickets)
-    stack.say(f"Flink's UI: {ports.flink_url}. The stack keeps running: `make down` stops it.")
+    say(f"Flink's UI: {ports.flink_url}. The stack keeps running: `make down` stops it.")
 
 
 if __name__ == "__main__":

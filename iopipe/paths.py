@@ -6,3 +6,4 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "schema"
 CACHE = Path(os.environ.get("IOPIPE_CACHE", Path.home() / ".cache" / "iopipe"))
+INFRA = REPO / "infra"

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import yaml
 
-from iopipe import stack
+from iopipe.paths import CACHE, INFRA, REPO
+from iopipe.ports import free_ports
+from iopipe.readiness import http_json, wait_for
 
-ALERTMANAGER_DIR = stack.INFRA / "alertmanager"
+ALERTMANAGER_DIR = INFRA / "alertmanager"
 SHIPPED_CONFIG = ALERTMANAGER_DIR / "alertmanager.yml"
 
 
@@ -63,7 +65,7 @@ def local_config(receiver_url, timings):
 
 def alertmanager_bin():
     path = Path(os.environ.get("IOPIPE_ALERTMANAGER_BIN",
-                               stack.CACHE / "alertmanager-v0.28.1" / "alertmanager"))
+                               CACHE / "alertmanager-v0.28.1" / "alertmanager"))
     if not path.is_file():
         sys.exit(f"{path} is missing: run `make alertmanager` (it builds Alertmanager from the Go module proxy)")
     return path
@@ -76,7 +78,7 @@ class LocalTickets:
     def __init__(self, clickhouse_url, reader_password, receiver_url, timings=QUICK, grafana_url="http://127.0.0.1:3000"):
         self.clickhouse_url, self.reader_password = clickhouse_url, reader_password
         self.receiver_url, self.timings, self.grafana_url = receiver_url, timings, grafana_url
-        self.alertmanager_port, self.bridge_port, self.cluster_port = stack.free_ports(3)
+        self.alertmanager_port, self.bridge_port, self.cluster_port = free_ports(3)
         self.workdir = Path(tempfile.mkdtemp(prefix="iopipe-tickets-"))
         self.processes = []
 
@@ -97,8 +99,8 @@ class LocalTickets:
                 str(alertmanager_bin()), f"--config.file={config}", f"--storage.path={self.workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.alertmanager_port}",
                 f"--cluster.listen-address=127.0.0.1:{self.cluster_port}"])
-            stack.wait_for("Alertmanager ready", lambda: stack.http_json(f"{self.alertmanager_url}/api/v2/status"),
-                           timeout_s=60)
+            wait_for("Alertmanager ready", lambda: http_json(f"{self.alertmanager_url}/api/v2/status"),
+                     timeout_s=60)
             if self.clickhouse_url is not None:
                 self._start_bridge()
         except BaseException:
@@ -112,7 +114,7 @@ class LocalTickets:
             "--listen", f"127.0.0.1:{self.bridge_port}", "--grafana-url", self.grafana_url,
             "--interval-s", str(self.timings.bridge_interval_s)],
             env={"IOPIPE_CLICKHOUSE_READER_PASSWORD": self.reader_password})
-        stack.wait_for("ticket bridge ready", lambda: self.bridge_metrics() is not None, timeout_s=60)
+        wait_for("ticket bridge ready", lambda: self.bridge_metrics() is not None, timeout_s=60)
 
     def restart_bridge(self):
         """Kills the bridge and starts it again: it keeps no state, so it posts the same alerts."""
@@ -126,7 +128,7 @@ class LocalTickets:
         # The process writes to its own copy of the descriptor: ours closes at once. It runs from
         # the repository root, where `python -m iopipe.bridge` finds its package.
         with open(self.workdir / f"{name}.log", "a") as log:
-            self.processes.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=stack.REPO,
+            self.processes.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                                                           env={**os.environ, **(env or {})})))
 
     def bridge_metrics(self):
@@ -227,7 +229,7 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", stack.free_ports(1)[0]), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_ports(1)[0]), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True, name="receiver").start()
 
     def handle(self, method, path, body):

@@ -84,7 +84,7 @@ restart-strategy:
 blob:
   server:
     port: "0"
-# No jar uploads through the REST API: jobs arrive as job graphs from the CLI (stack.py).
+# No jar uploads through the REST API: jobs arrive as job graphs from the CLI (iopipe/flink_rest.py).
 # The REST API still accepts those (POST /jobs) and cancels jobs, so it listens on
 # 127.0.0.1 only; elsewhere put it behind TLS client authentication (security.ssl.rest.*).
 web:

@@ -9,8 +9,8 @@ import math
 import random
 import sys
 
+from iopipe.flink_rest import JOB_JAR
 from iopipe.paths import REPO
-from iopipe.stack import JOB_JAR
 from iopipe.synthetic import fleet
 from iopipe.synthetic.scenarios import START_NS, time_of
 

@@ -21,10 +21,12 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-from iopipe import stack
+from iopipe import readiness, stack
 from iopipe.kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP
 from iopipe.migrate import Migrator, kafka_tables_of
 from iopipe.paths import REPO
+from iopipe.ports import Ports
+from iopipe.stack_kafka import kafka_client
 
 RECORD = "io.hist.v1"
 # ClickHouse reads the histograms the stream job accepted, from the topic it passes them on to.
@@ -48,7 +50,7 @@ def histogram(i, start_s):
 
 
 def produce(brokers, n):
-    producer = Producer({**stack.kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
+    producer = Producer({**kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
     start_s = int(time.time()) // 60 * 60
     for i in range(n):
         record = histogram(i, start_s)
@@ -59,14 +61,14 @@ def produce(brokers, n):
             except BufferError:
                 producer.poll(0.1)
         if i % 100_000 == 0:
-            stack.say(f"produced {i:,} of {n:,}")
+            readiness.say(f"produced {i:,} of {n:,}")
     assert producer.flush(120) == 0, "every message delivered"
 
 
 def raw_consume_s(brokers, n):
     """Seconds for a plain consumer in a new group to read all n messages from the start, as
     ClickHouse's principal, over the same listener (TLS with its certificate)."""
-    consumer = Consumer({**stack.kafka_client(brokers, CLICKHOUSE),
+    consumer = Consumer({**kafka_client(brokers, CLICKHOUSE),
                          "group.id": f"{CLICKHOUSE_GROUP}-bench-raw-{uuid.uuid4().hex[:8]}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     started, read = time.monotonic(), 0
@@ -128,7 +130,7 @@ def report(args, n, raw, ingest, out):
               "Runs (seconds): raw " + ", ".join(f"{s:.1f}" for s in raw) + "; ClickHouse (all tables) "
               + ", ".join(f"{max(run.values()):.1f}" for run in ingest) + "."]
     out.write_text("\n".join(lines) + "\n")
-    stack.say(f"results in {out}")
+    readiness.say(f"results in {out}")
 
 
 def main():
@@ -138,7 +140,7 @@ def main():
     parser.add_argument("--out", type=Path, default=REPO / "schema/bench/RESULTS-ingest.md")
     args = parser.parse_args()
     args.cpus = len(os.sched_getaffinity(0))
-    ports, users = stack.Ports.free(), stack.ClickHouseUsers.generate()
+    ports, users = Ports.free(), stack.ClickHouseUsers.generate()
     containers = {"kafka": stack.start_container("iopipe/kafka:dev", ports),
                   "clickhouse": stack.start_container("iopipe/clickhouse:dev", ports, users)}
     try:
@@ -148,11 +150,11 @@ def main():
         for run in range(1, args.runs + 1):
             raw.append(raw_consume_s(ports.brokers, args.messages))
             ingest.append(warehouse_ingest_s(users.client(ports, "admin"), ports.certificate_brokers, args.messages))
-            stack.say(f"run {run}/{args.runs}: raw consumer {raw[-1]:.1f} s; ClickHouse "
-                      + ", ".join(f"{t} {s:.1f} s" for t, s in ingest[-1].items()))
+            readiness.say(f"run {run}/{args.runs}: raw consumer {raw[-1]:.1f} s; ClickHouse "
+                          + ", ".join(f"{t} {s:.1f} s" for t, s in ingest[-1].items()))
         report(args, args.messages, raw, ingest, args.out)
     finally:
-        stack.run(["docker", "stop", *containers.values()], stdout=subprocess.DEVNULL)
+        readiness.run(["docker", "stop", *containers.values()], stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

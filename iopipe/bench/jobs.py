@@ -12,6 +12,9 @@ from pathlib import Path
 
 from iopipe import stack
 from iopipe.bench import JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, write_templates
+from iopipe.ports import Ports
+from iopipe.readiness import container_alive, container_log_contains, wait_for
+from iopipe.stack_kafka import kafka_java_config
 
 # How long a template disk's records run for its state per disk: its detectors' baselines
 # learnt, its longer windows and latency rollups filled many times over.
@@ -20,8 +23,8 @@ STATE_S = 600
 
 def start_kafka(ports):
     name = stack.start_container("iopipe/kafka:dev", ports)
-    stack.wait_for("Kafka topics", lambda: stack.container_alive(name)
-                   and stack.container_log_contains(name, "iopipe: topics ready"))
+    wait_for("Kafka topics", lambda: container_alive(name)
+             and container_log_contains(name, "iopipe: topics ready"))
     return name
 
 
@@ -38,7 +41,7 @@ def main():
         seconds = max(args.seconds, STATE_S)
         print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
         write_templates(templates, seconds)
-        ports = stack.Ports.free()
+        ports = Ports.free()
         kafka = start_kafka(ports)
         try:
             subprocess.run(["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
@@ -46,7 +49,7 @@ def main():
                             "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark",
                             "--brokers", ports.brokers, *fleet_options(templates, args.disks),
                             "--seconds", str(args.seconds), "--rounds", args.rounds, "--out", args.out,
-                            "--kafka-config", str(stack.kafka_java_config(ports.brokers))], check=True)
+                            "--kafka-config", str(kafka_java_config(ports.brokers))], check=True)
         finally:
             subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)
 

@@ -43,7 +43,11 @@ from confluent_kafka.admin import AdminClient
 
 from iopipe import stack
 from iopipe.bench import HOST_PREFIX, JOBS, MS_NS, TEMPLATE_DISKS, fleet_options, java_classpath, write_templates
+from iopipe.contract import BASE_WINDOW_S, PIPELINE, RECORD_TOPICS
+from iopipe.flink_rest import cancel_job, flink_config, submit_live_job
 from iopipe.kafka_access import JOB_GROUP
+from iopipe.readiness import http_json
+from iopipe.stack_kafka import kafka_access, kafka_client, kafka_java_config
 from iopipe.synthetic import fleet
 
 OUT = JOBS / "bench" / "RESULTS-fleet.md"
@@ -80,8 +84,8 @@ class Replay:
         self.process = subprocess.Popen(
             ["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}", "-cp", classpath,
              "io.iopipe.jobs.bench.FleetReplay", "--brokers", brokers, *fleet_options(templates, disks),
-             "--kafka-config", str(stack.kafka_java_config(brokers)),
-             "--signing-secret", str(stack.kafka_access(brokers).signing_secret_path())], stdout=subprocess.PIPE, text=True)
+             "--kafka-config", str(kafka_java_config(brokers)),
+             "--signing-secret", str(kafka_access(brokers).signing_secret_path())], stdout=subprocess.PIPE, text=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -112,7 +116,7 @@ class Replay:
 
 def agent_topics(records):
     """The topics of these record schemas."""
-    topic_of = {topic["record"]: topic["name"] for topic in stack.RECORD_TOPICS}
+    topic_of = {topic["record"]: topic["name"] for topic in RECORD_TOPICS}
     return [topic_of[schema] for schema in records]
 
 
@@ -120,7 +124,7 @@ class Offsets:
     """Log ends of the agent topics and a consumer group's committed offsets."""
 
     def __init__(self, brokers, topics, group):
-        self.consumer = Consumer({**stack.kafka_client(brokers), "group.id": group, "enable.auto.commit": False})
+        self.consumer = Consumer({**kafka_client(brokers), "group.id": group, "enable.auto.commit": False})
         metadata = self.consumer.list_topics(timeout=30)
         self.partitions = [TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions]
         self.start = self.ends()
@@ -144,8 +148,8 @@ class Offsets:
 
 def empty_topics(brokers, topics):
     """Deletes every record the agent topics hold, so the next job starts on its own fleet's."""
-    admin = AdminClient(stack.kafka_client(brokers))
-    probe = Consumer({**stack.kafka_client(brokers), "group.id": f"bench-fleet-ends-{uuid.uuid4().hex[:8]}"})
+    admin = AdminClient(kafka_client(brokers))
+    probe = Consumer({**kafka_client(brokers), "group.id": f"bench-fleet-ends-{uuid.uuid4().hex[:8]}"})
     metadata = probe.list_topics(timeout=30)
     ends = [TopicPartition(t, p, probe.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1])
             for t in topics for p in metadata.topics[t].partitions]
@@ -159,7 +163,7 @@ def empty_topics(brokers, topics):
 def plain_read_rate(brokers, start, ends):
     """Records/s of a plain consumer reading [start, ends) of each partition, bytes only,
     for up to PLAIN_READ_S."""
-    consumer = Consumer({**stack.kafka_client(brokers), "group.id": f"bench-fleet-plain-{uuid.uuid4().hex[:8]}",
+    consumer = Consumer({**kafka_client(brokers), "group.id": f"bench-fleet-plain-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
     wanted = sum(ends.values()) - sum(start.values())
@@ -188,7 +192,7 @@ class Checkpoints:
         self.failed_before_records = 0
 
     def poll(self):
-        answer = stack.http_json(self.url)
+        answer = http_json(self.url)
         self.counts = answer["counts"]
         for checkpoint in answer.get("history", []):
             if checkpoint["status"] != "IN_PROGRESS":
@@ -208,7 +212,7 @@ class WindowRows:
         self.clients = [cluster.users.client(cluster.ports.of_clickhouse_replica(r), "reader")
                         for r in stack.CLICKHOUSE_REPLICAS]
         names = ", ".join(f"'{h}'" for h in hosts)
-        self.sql = (f"SELECT DISTINCT host, disk, window_end_ns FROM iopipe.windows WHERE window_s = {stack.BASE_WINDOW_S} "
+        self.sql = (f"SELECT DISTINCT host, disk, window_end_ns FROM iopipe.windows WHERE window_s = {BASE_WINDOW_S} "
                     f"AND host IN ({names}) AND window_end_ns > {since_ns}")
         self.first_seen_ms = {}
 
@@ -233,8 +237,8 @@ def busiest_tasks(ports, job_id, count=3):
     worked, with the share it was back-pressured: where the job spends its cores."""
     url = f"{ports.flink_url}/jobs/{job_id}"
     tasks = []
-    for vertex in stack.http_json(url)["vertices"]:
-        metrics = {m["id"]: m["max"] for m in stack.http_json(
+    for vertex in http_json(url)["vertices"]:
+        metrics = {m["id"]: m["max"] for m in http_json(
             f"{url}/vertices/{vertex['id']}/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond")}
         tasks.append((per_mille(metrics, "busyTimeMsPerSecond") / 10, per_mille(metrics, "backPressuredTimeMsPerSecond") / 10,
                       vertex["name"]))
@@ -252,13 +256,13 @@ def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
     (stack samples of its subtasks): the share of the samples each method is on top of the
     stack (self), and the share each of iopipe's methods is anywhere on it (inclusive)."""
     url = f"{ports.flink_url}/jobs/{job_id}"
-    vertex = next(v["id"] for v in stack.http_json(url)["vertices"] if v["name"] == vertex_name)
+    vertex = next(v["id"] for v in http_json(url)["vertices"] if v["name"] == vertex_name)
     graph_url = f"{url}/vertices/{vertex}/flamegraph?type=ON_CPU"
     deadline = time.monotonic() + timeout_s
     answer, root = {}, {}
     while not root.get("value") and time.monotonic() < deadline:
         # No data while the samples are taken (endTimestamp -3) or while a subtask is not running (-1).
-        answer = stack.http_json(graph_url)
+        answer = http_json(graph_url)
         root = answer.get("data") or {}
         time.sleep(2)
     if not root.get("value"):
@@ -304,12 +308,12 @@ def checkpoint_failures_logged(cluster, job_id, most=2):
 def cluster_shape(ports):
     """What the estimate for a larger fleet builds on: the job's parallelism, the TaskManagers,
     their slots and each slot's managed memory (RocksDB's, bytes), the agent topics' partitions."""
-    taskmanagers = stack.http_json(f"{ports.flink_url}/taskmanagers")["taskmanagers"]
+    taskmanagers = http_json(f"{ports.flink_url}/taskmanagers")["taskmanagers"]
     slots = taskmanagers[0]["slotsNumber"]
-    return {"parallelism": int(stack.flink_config(ports)["parallelism.default"]), "taskmanagers": len(taskmanagers),
+    return {"parallelism": int(flink_config(ports)["parallelism.default"]), "taskmanagers": len(taskmanagers),
             "slots_per_taskmanager": slots,
             "managed_per_slot": taskmanagers[0]["memoryConfiguration"]["managedMemory"] / slots,
-            "partitions": min(t["partitions"] for t in stack.RECORD_TOPICS if t["record"] in AGENT_RECORDS)}
+            "partitions": min(t["partitions"] for t in RECORD_TOPICS if t["record"] in AGENT_RECORDS)}
 
 
 def memory_gib():
@@ -335,11 +339,11 @@ def run_size(cluster, disks, seconds):
     empty_topics(ports.brokers, topics)
     group = f"{JOB_GROUP}-bench-fleet-{disks}-{uuid.uuid4().hex[:8]}"  # the job may read as its groups only
     offsets = Offsets(ports.brokers, topics, group)
-    job_id = stack.submit_live_job(ports, group_id=group)
+    job_id = submit_live_job(ports, group_id=group)
     with tempfile.TemporaryDirectory() as scratch:
         templates = Path(scratch) / "templates.tsv"
         # One to two windows ahead, on a window's boundary: time to write the templates.
-        start_ms = (int(time.time()) // stack.BASE_WINDOW_S + 2) * stack.BASE_WINDOW_S * 1000
+        start_ms = (int(time.time()) // BASE_WINDOW_S + 2) * BASE_WINDOW_S * 1000
         per_disk_s, by_schema = write_templates(templates, seconds, start_ms)
         if set(by_schema) != set(AGENT_RECORDS):
             sys.exit(f"fleet.py sends {sorted(by_schema)}, the benchmark measures the topics of {AGENT_RECORDS}")
@@ -353,9 +357,9 @@ def run_size(cluster, disks, seconds):
             replay.stop()
         cpu_after, took = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - started
     run["producer_cores"] = (cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime) / took
-    config = stack.http_json(f"{ports.flink_url}/jobs/{job_id}/checkpoints/config")
+    config = http_json(f"{ports.flink_url}/jobs/{job_id}/checkpoints/config")
     run["checkpoint_interval_s"] = config["interval"] / 1000
-    stack.cancel_job(ports, job_id)
+    cancel_job(ports, job_id)
     say(f"{disks:,} disks: a plain consumer reads the same records")
     run["plain_rate"] = plain_read_rate(ports.brokers, offsets.start, offsets.ends())
     offsets.close()
@@ -600,10 +604,10 @@ def report(runs, shape, command):
         f"wall clock as `iopipe/synthetic/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind in "
         "every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
         f"{first['per_disk_s']:.2f} records ({mix}). Records/s consumed: the job's consumer group's offsets, committed "
-        f"by each checkpoint. Latency: for the disks of {PROBE_HOSTS} hosts, from when a {stack.BASE_WINDOW_S} s "
+        f"by each checkpoint. Latency: for the disks of {PROBE_HOSTS} hosts, from when a {BASE_WINDOW_S} s "
         "window's last second was sent to Kafka to when its row is first seen in either ClickHouse replica (polled "
         f"every {POLL_S} s); it includes the job's wait for each disk's clock to pass the window's end by the "
-        f"{stack.PIPELINE['out_of_orderness_s']} s out-of-orderness. The plain consumer reads the same records after "
+        f"{PIPELINE['out_of_orderness_s']} s out-of-orderness. The plain consumer reads the same records after "
         f"the job is stopped, for up to {PLAIN_READ_S} s. A size stops once its lag (the age of the oldest record not checkpointed) passes "
         f"{LAG_LIMIT_S} s or the producer falls that far behind; it is held when the producer kept the clock (within "
         f"{PRODUCER_SLACK_S} s, after its first {WARM_UP_S} s), the lag stayed within {HELD_LAG_CHECKPOINTS} "

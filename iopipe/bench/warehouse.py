@@ -20,6 +20,8 @@ from pathlib import Path
 from iopipe import cookbook, stack
 from iopipe.migrate import Migrator, discover
 from iopipe.paths import REPO
+from iopipe.ports import Ports
+from iopipe.readiness import clickhouse_answers, container_alive, run, say, wait_for
 
 DISKS_PER_HOST = 12
 DISK_NAMES = "['sda','sdb','sdc','sdd','sde','sdf','sdg','sdh','sdi','sdj','sdk','nvme0n1']"
@@ -128,7 +130,7 @@ def generate(client, args, start_s):
             seconds = timed(client, insert(args, start_s, day * 1440, 1440))
             inserts[table][0] += 1440 * args.disks
             inserts[table][1] += seconds
-            stack.say(f"day {day + 1}/{args.days}: {table} {1440 * args.disks:,} rows in {seconds:.1f} s")
+            say(f"day {day + 1}/{args.days}: {table} {1440 * args.disks:,} rows in {seconds:.1f} s")
         day_start_s = start_s + day * 86400
         rollups["latency_hours"] += timed(client, rollup_insert(
             "latency_hours", "latency_minutes", "toStartOfHour(period)", day_start_s))
@@ -140,7 +142,7 @@ def generate(client, args, start_s):
 
 
 def wait_for_merges(client):
-    stack.wait_for("background merges to settle", lambda: client.rows(
+    wait_for("background merges to settle", lambda: client.rows(
         "SELECT count() FROM system.merges WHERE database = 'iopipe'")[0][0] == "0", timeout_s=1800, every_s=5)
 
 
@@ -172,7 +174,7 @@ def time_queries(client, params, runs):
         rows = len(client.rows(sql))
         times = [timed(client, sql) for _ in range(runs)]
         results[name] = (rows, times)
-        stack.say(f"{name}: {rows} rows, median {statistics.median(times) * 1000:.0f} ms")
+        say(f"{name}: {rows} rows, median {statistics.median(times) * 1000:.0f} ms")
     return results
 
 
@@ -201,7 +203,7 @@ def report(args, rates, rollups, parts, queries, out):
     lines += [f"| {q} | {rows} | {statistics.median(t) * 1000:.0f} | {max(t) * 1000:.0f} |"
               for q, (rows, t) in queries.items()]
     out.write_text("\n".join(lines) + "\n")
-    stack.say(f"results in {out}")
+    say(f"results in {out}")
 
 
 def main():
@@ -212,12 +214,12 @@ def main():
     parser.add_argument("--out", type=Path, default=REPO / "schema/bench/RESULTS.md")
     args = parser.parse_args()
     args.cpus = len(os.sched_getaffinity(0))
-    ports, users = stack.Ports.free(), stack.ClickHouseUsers.generate()
+    ports, users = Ports.free(), stack.ClickHouseUsers.generate()
     container = stack.start_container("iopipe/clickhouse:dev", ports, users)
     try:
-        stack.wait_for("ClickHouse", lambda: stack.container_alive(container) and stack.clickhouse_answers(ports))
+        wait_for("ClickHouse", lambda: container_alive(container) and clickhouse_answers(ports))
         # The Kafka tables point at a port nothing listens on: this measures storage and queries.
-        Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=stack.say).up()
+        Migrator(users.client(ports, "admin"), kafka_brokers=ports.brokers, log=say).up()
         now_s = int(time.time()) // 60 * 60
         start_s = now_s - args.days * 86400 + 60  # the last minute generated is this one
         rates, rollups = generate(users.client(ports, "writer"), args, start_s)
@@ -226,7 +228,7 @@ def main():
         queries = time_queries(users.client(ports, "reader"), query_params(args, start_s), args.runs)
         report(args, rates, rollups, parts, queries, args.out)
     finally:
-        stack.run(["docker", "stop", container], stdout=subprocess.DEVNULL)
+        run(["docker", "stop", container], stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":
