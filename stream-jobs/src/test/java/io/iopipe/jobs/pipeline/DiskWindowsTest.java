@@ -13,11 +13,19 @@ import io.iopipe.jobs.records.RecordDecoder;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.apache.flink.util.Collector;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -45,6 +53,16 @@ class DiskWindowsTest {
     @AfterEach
     void close() throws Exception {
         harness.close();
+    }
+
+    /** The operator again, from the state `snapshot` holds: a job restored from a checkpoint or savepoint. */
+    private void restoreFrom(OperatorSubtaskState snapshot) throws Exception {
+        harness.close();
+        harness = new KeyedOneInputStreamOperatorTestHarness<>(
+                new KeyedProcessOperator<>(new DiskWindows(10, config)), DiskRecord::key, Types.STRING);
+        harness.setProcessingTime(0);
+        harness.initializeState(snapshot);
+        harness.open();
     }
 
     /** One second of `count` reads of 4-8 ms, ending at `endMs`. */
@@ -403,5 +421,80 @@ class DiskWindowsTest {
         assertEquals(0, late());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100"), windows());
         assertEquals(100, harness.extractOutputValues().get(2).iostat.counters.readsCompleted);
+    }
+
+    @Test
+    void theRecordsOfOpenWindowsComeBackWithACheckpointAndAResentOneIsStillCountedOnce() throws Exception {
+        for (long s = 1; s <= 12; s++) {
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        feed(event("web-1", T0_MS + 11 * SECOND_MS, 10));
+        OperatorSubtaskState checkpoint = harness.snapshot(1L, 0L);
+        restoreFrom(checkpoint);
+        for (long s = 12; s <= 21; s++) {  // 12 s again: the replay from the checkpoint's offsets
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:20"), windows());
+        assertEquals(1, harness.extractOutputValues().get(1).op("R").events, "the event of 11 s came back with its window's records");
+        assertEquals(0, late());
+    }
+
+    /**
+     * The state a build before the open records left: each open window kept whole in
+     * "open-windows", the disk's clock without its open windows' starts.
+     */
+    static class EarlierBuildWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
+        private final WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(10);
+        private transient MapState<Long, DiskWindow> open;
+        private transient ValueState<DiskClock> clock;
+
+        @Override
+        public void open(OpenContext openContext) {
+            open = getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
+            clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
+        }
+
+        @Override
+        public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
+            long startMs = accumulate.windowStartMs(r);
+            DiskClock c = clock.value() == null ? new DiskClock() : clock.value();
+            c.saw(r, r.tsNs / 1_000_000L, ctx.timerService().currentProcessingTime(), 10_000L);
+            clock.update(c);
+            DiskWindow w = open.get(startMs);
+            if (w == null) {
+                w = accumulate.openWindow();
+                ctx.timerService().registerEventTimeTimer(startMs + 10_000L - 1);
+            }
+            if (w.firstSeen(r.identity(), r.hist != null)) {
+                open.put(startMs, accumulate.add(r, w));
+            }
+        }
+    }
+
+    @Test
+    void windowsAnEarlierBuildKeptWholeCloseWithWhatComesAfterARestoreAndARecordTheyHoldIsNotCountedTwice() throws Exception {
+        var earlier = new KeyedOneInputStreamOperatorTestHarness<>(
+                new KeyedProcessOperator<>(new EarlierBuildWindows()), DiskRecord::key, Types.STRING);
+        earlier.setProcessingTime(0);
+        earlier.open();
+        for (long s = 1; s <= 12; s++) {
+            earlier.processElement(new StreamRecord<>(reads("web-1", T0_MS + s * SECOND_MS, 10)));
+            earlier.processElement(new StreamRecord<>(diskstats("web-1", T0_MS + s * SECOND_MS, 10)));
+        }
+        OperatorSubtaskState savepoint = earlier.snapshot(1L, 0L);
+        earlier.close();
+        restoreFrom(savepoint);
+
+        for (long s = 12; s <= 16; s++) {  // 12 s again: the replay from the savepoint's offsets
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        assertEquals(List.of("web-1/sdb@0s:90"), windows(), "the 0-10 s window took nothing after the restore and closed on the disk's clock");
+        for (long s = 17; s <= 21; s++) {
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:20"), windows());
+        assertEquals(0, late());
     }
 }
