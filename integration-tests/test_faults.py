@@ -242,15 +242,15 @@ class TracedDustyDisk:
         return copies
 
     def short_windows(self, windows):
-        """window start (s after the workload started) -> (reads in its histograms, in its
-        last copy), for each window that holds fewer reads than the histograms of its time."""
+        """window start (s after the workload started) -> (reads in its histograms, in each of
+        its copies), for each window whose last copy holds fewer reads than the histograms of
+        its time (a copy of 0: its reads came as events alone)."""
         in_histograms = defaultdict(int)
         for h in self.read("io.hist.v1"):
             if h["disk"] == self.disk and h["latency"] == "device" and h["op"] == "R":
                 in_histograms[h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9] += h["count"]
-        windowed = {start: counts[-1] for start, counts in windows.items()}
-        return {round((start - self.started_ns) / 1e9): (reads, windowed.get(start, 0))
-                for start, reads in sorted(in_histograms.items()) if windowed.get(start, 0) != reads}
+        return {round((start - self.started_ns) / 1e9): (reads, windows.get(start, []))
+                for start, reads in sorted(in_histograms.items()) if windows.get(start, [0])[-1] != reads}
 
     def dead_letter_reasons(self):
         """How many dead letters name the host, by their reason up to what they name."""
@@ -281,7 +281,7 @@ class TracedDustyDisk:
         except TimeoutError:
             windows = self.closed_windows()
             raise AssertionError(f"{sum(c[-1] for c in windows.values())} of {reads} reads in the disk's 10 s windows; "
-                                 f"short (s from the start: reads, windowed): {self.short_windows(windows)}; "
+                                 f"short (s from the start: reads, in each copy): {self.short_windows(windows)}; "
                                  f"dead letters naming the host: {self.dead_letter_reasons()}") from None
         row[COLUMNS[2]] = self.assert_judged_once()
         self.assert_stored_once(reads)  # the rollups come after the disk's last window
@@ -295,7 +295,7 @@ class TracedDustyDisk:
         # closed on silence (its records read again after it), and the revision after that.
         assert all(counts[-1] == max(counts) for counts in windows.values()), \
             f"a window's last copy holds fewer reads than one sent before it: {windows}"
-        assert windowed == reads, (row, f"short windows (s from the start: reads, windowed): {self.short_windows(windows)}")
+        assert windowed == reads, (row, f"short windows (s from the start: reads, in each copy): {self.short_windows(windows)}")
 
     def assert_judged_once(self):
         tickets = {(r["ticket"]["action"], r["ticket"]["ticket_id"], r["id"])

@@ -26,8 +26,9 @@ import java.util.Optional;
  * <li>each drive's level: the median device time of its most recent shallow small reads
  *     (weighted by how many I/Os each stands for) within the last hour;</li>
  * <li>the model's baseline: the median level of its drives, and their spread (a robust
- *     sigma of the log levels), computed again about once a window of every drive; no
- *     host's drives weigh more than a typical host's ({@link Baseline#hostCappedWeights});</li>
+ *     sigma of the log levels), computed again about once a window of every drive, and
+ *     once more in a window's time when a drive looks slow; no host's drives weigh more
+ *     than a typical host's ({@link Baseline#hostCappedWeights});</li>
  * <li>a slow window: the drive's level at least {@link #MIN_RATIO} times the model's and
  *     beyond its spread ({@link #Z_FENCE} sigmas); one found slow stays so down to
  *     {@link #KEEPS_UP_RATIO};</li>
@@ -168,10 +169,13 @@ public final class ModelPeers {
         public int drives;
         public int drivesHeard;
         public int windowsSince;
+        /** The end of the drive's window it was computed for. */
+        public long computedForNs = Long.MIN_VALUE;
 
         public Baseline() {}
 
-        public static Baseline of(Collection<Drive> drives) {
+        /** The baseline of `drives`, computed for the drive's window ending at `forNs`. */
+        public static Baseline of(Collection<Drive> drives, long forNs) {
             List<Drive> leveled = new ArrayList<>();
             List<Double> logs = new ArrayList<>();
             for (Drive d : drives) {
@@ -182,6 +186,7 @@ public final class ModelPeers {
                 }
             }
             Baseline b = new Baseline();
+            b.computedForNs = forNs;
             b.drivesHeard = drives.size();
             b.drives = leveled.size();
             if (!leveled.isEmpty()) {
@@ -212,13 +217,18 @@ public final class ModelPeers {
 
         /**
          * Counts a window of the model and says whether to compute the baseline again before
-         * judging drive `d`: once about every drive has sent one, and whenever `d` looks slow
-         * against it, so no drive is judged slow against a baseline older than its own reads
-         * (a change of the whole model's workload reaches every drive within a window or two).
+         * judging drive `d` on its window `r`: once about every drive has sent one, and when
+         * `d` looks slow against a baseline computed before `r` began, so no drive is judged
+         * slow against one a window older than its reads (a change of the whole model's
+         * workload reaches every drive within a window or two). Once a window's time, not
+         * for every drive that looks slow: a model's baseline reads all its drives, and
+         * when many look slow at once (a workload all of them share) that would be every
+         * drive's window reading every drive.
          */
-        public boolean dueFor(Drive d) {
+        public boolean dueFor(Drive d, ShallowReads r) {
             windowsSince++;
-            return windowsSince >= Math.max(MIN_DRIVES, drivesHeard) || slow(d.levelUs(), !NONE_EFFECT.equals(d.effect));
+            return windowsSince >= Math.max(MIN_DRIVES, drivesHeard)
+                    || r.startNs >= computedForNs && slow(d.levelUs(), !NONE_EFFECT.equals(d.effect));
         }
 
         /** Slow against the model: beyond MIN_RATIO and its spread; one already found slow stays so down to KEEPS_UP_RATIO. */

@@ -22,8 +22,9 @@ import org.apache.flink.util.OutputTag;
  * Per model of flash drive, fleet-wide: each drive's shallow small reads against the
  * model's baseline ({@link ModelPeers}). Its failing_disk anomalies come out here; each
  * drive's verdict goes on to its own health state. The baseline is recomputed about once
- * a window of every drive, so a record costs its own drive's state, not the whole
- * model's; drives not heard from within the horizon of the wall clock leave the model then
+ * a window of every drive (and at most once more a window's time, for a drive that looks
+ * slow), so a record costs its own drive's state, not the whole model's, however many of
+ * its drives look slow; drives not heard from within the horizon of the wall clock leave the model then
  * (their findings lapse), and a model silent that long is forgotten.
  */
 public class CompareModelPeers extends KeyedProcessFunction<String, ShallowReads, OutputRecord> {
@@ -57,8 +58,8 @@ public class CompareModelPeers extends KeyedProcessFunction<String, ShallowReads
         // out copies), and again below with what judging changed.
         drives.put(r.key(), d);
         ModelPeers.Baseline b = baseline.value();
-        if (b == null || b.dueFor(d)) {
-            b = ModelPeers.Baseline.of(drivesHeardSince(nowMs - FORGET_AFTER_MS, r.endNs, ctx));
+        if (b == null || b.dueFor(d, r)) {
+            b = ModelPeers.Baseline.of(drivesHeardSince(nowMs - FORGET_AFTER_MS, r.endNs, ctx), r.endNs);
         }
         baseline.update(b);
         ModelPeers.Judgement j = ModelPeers.judge(r, d, b);
