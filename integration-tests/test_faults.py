@@ -242,15 +242,23 @@ class TracedDustyDisk:
         return copies
 
     def short_windows(self, windows):
-        """window start (s after the workload started) -> (reads in its histograms, in each of
-        its copies), for each window whose last copy holds fewer reads than the histograms of
-        its time (a copy of 0: its reads came as events alone)."""
+        """window start (s after the workload started) -> (reads in its histograms, what each
+        of its copies held), for each window whose last copy holds fewer reads than the
+        histograms of its time."""
         in_histograms = defaultdict(int)
         for h in self.read("io.hist.v1"):
             if h["disk"] == self.disk and h["latency"] == "device" and h["op"] == "R":
                 in_histograms[h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9] += h["count"]
-        return {round((start - self.started_ns) / 1e9): (reads, windows.get(start, []))
-                for start, reads in sorted(in_histograms.items()) if windows.get(start, [0])[-1] != reads}
+        short = {start: reads for start, reads in sorted(in_histograms.items()) if windows.get(start, [0])[-1] != reads}
+        return {round((start - self.started_ns) / 1e9): (reads, self.copies_of(start)) for start, reads in short.items()}
+
+    def copies_of(self, start_ns):
+        """What each copy of the disk's 10 s window starting at `start_ns` held, in the order
+        sent: its reads and where their count came from, and the reads its diskstats show."""
+        return [(w.get("latency", {}).get("R", {}).get("count"), w.get("latency", {}).get("R", {}).get("source"),
+                 w.get("reads_completed"))
+                for w in self.read("io.window.v1")
+                if w["disk"] == self.disk and w["window_s"] == WINDOW_S and w["window_start_ns"] == start_ns]
 
     def dead_letter_reasons(self):
         """How many dead letters name the host, by their reason up to what they name."""
