@@ -478,21 +478,71 @@ class DiskWindowsTest {
         return last;
     }
 
+    /**
+     * A disk idle (its diskstats alone) since its agent started, then reading: its first
+     * reads' events come first, their histograms only once its diskstats passed their window.
+     */
+    private static List<Step> firstReadsScript() {
+        List<Step> steps = new java.util.ArrayList<>();
+        for (long s = 1; s <= 25; s++) {
+            steps.add(new Step(s * SECOND_MS, diskstats("web-1", T0_MS + s * SECOND_MS, s < 21 ? 0 : 10)));
+        }
+        for (long s = 21; s <= 25; s++) {
+            steps.add(new Step(25 * SECOND_MS, event("web-1", T0_MS + s * SECOND_MS, 10)));
+        }
+        for (long s = 26; s <= 37; s++) {
+            steps.add(new Step(s * SECOND_MS, diskstats("web-1", T0_MS + s * SECOND_MS, 10)));
+            steps.add(new Step(s * SECOND_MS, event("web-1", T0_MS + s * SECOND_MS, 10)));
+        }
+        for (long s = 21; s <= 37; s++) {
+            steps.add(new Step(38 * SECOND_MS, reads("web-1", T0_MS + s * SECOND_MS, 10)));
+        }
+        for (long s = 38; s <= 60; s++) {
+            steps.add(new Step(s * SECOND_MS, diskstats("web-1", T0_MS + s * SECOND_MS, 10)));
+            steps.add(new Step(s * SECOND_MS, reads("web-1", T0_MS + s * SECOND_MS, 10)));
+        }
+        steps.add(new Step(400 * SECOND_MS, null));
+        return steps;
+    }
+
     @Test
     void aJobRestoredFromACheckpointTakenAfterAnyRecordSendsTheWindowsItWouldHaveSent() throws Exception {
-        List<Step> script = outageScript();
+        assertEveryRestoreSendsTheWindowsOf(outageScript());
+    }
+
+    @Test
+    void aDisksFirstReadsWindowsSurviveARestoreAfterAnyRecord() throws Exception {
+        List<Step> script = firstReadsScript();
+        play(script);
+        java.util.Map<Long, Long> uninterrupted = lastCopies(harness.extractOutputValues());
+        assertEquals(400L, uninterrupted.values().stream().mapToLong(Long::longValue).sum(), "every read in a window: " + uninterrupted);
+        assertEveryRestoreSendsTheWindowsOf(script);
+    }
+
+    /**
+     * For every step: the job checkpointed after it, went on for a while (what it sent then
+     * stays sent: the sink is at least once), failed, and was restored from the checkpoint,
+     * its sources read again from there. The last copy of every window is what it would
+     * have been without the failure.
+     */
+    private void assertEveryRestoreSendsTheWindowsOf(List<Step> script) throws Exception {
+        close();
+        open();
         play(script);
         java.util.Map<Long, Long> uninterrupted = lastCopies(harness.extractOutputValues());
         for (int cut = 1; cut < script.size(); cut++) {
-            close();
-            open();
-            play(script.subList(0, cut));
-            List<DiskWindow> before = new java.util.ArrayList<>(harness.extractOutputValues());
-            OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
-            restoreFrom(checkpoint);
-            play(script.subList(cut, script.size()));
-            before.addAll(harness.extractOutputValues());
-            assertEquals(uninterrupted, lastCopies(before), "restored after step " + cut);
+            for (int failedAfter : new int[] {0, 7, 40}) {
+                close();
+                open();
+                play(script.subList(0, cut));
+                OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
+                play(script.subList(cut, Math.min(script.size() - 1, cut + failedAfter)));
+                List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
+                restoreFrom(checkpoint);
+                play(script.subList(cut, script.size()));
+                sent.addAll(harness.extractOutputValues());
+                assertEquals(uninterrupted, lastCopies(sent), "checkpointed after step " + cut + ", failed " + failedAfter + " steps on");
+            }
         }
     }
 }
