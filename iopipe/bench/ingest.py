@@ -3,12 +3,18 @@ of agent histograms (io.hist.v1, in the topic the stream job passes those it acc
 to) read by a plain consumer, then by a freshly migrated warehouse, where every Kafka
 table of the topic (the histograms table's) reads all of it. Results: schema/bench/RESULTS-ingest.md.
 
-    make bench-ingest   (or: python3 -m iopipe.bench.ingest [--messages 500000 --runs 3])
+    make bench-ingest   (or: python3 -m iopipe.bench.ingest [--messages 500000 --runs 3
+                         --steady-disks 2000 --steady-seconds 60])
 
 Both clocks start before the reader joins its consumer group and stop when the last
 message is read (the consumer) or stored (each table); the ratio to the raw rate is what
 the ClickHouse path costs. The messages are a fleet's histograms, one per disk, op and
 latency kind each second, as agents send them.
+
+Then a fleet sending steadily: a new database's Kafka tables read a fleet's histograms as
+they are produced, in real time, and the inserts they made are counted from system.parts
+(each insert makes one part of level 0; merged parts stay listed, inactive, for minutes):
+how many inserts a second each table takes, and how many rows each holds.
 """
 import argparse
 import json
@@ -81,18 +87,22 @@ def raw_consume_s(brokers, n):
 
 
 def warehouse_ingest_s(client, brokers, n):
-    """{table: seconds} until each table fed from the topic holds all of it, counted from
-    the moment a new database's migrations begin (its consumer groups are new)."""
+    """{table: (seconds until its first row, until all of the topic)} for each table fed
+    from the topic, counted from the moment a new database's migrations begin (its
+    consumer groups are new)."""
     db = f"ingest_{uuid.uuid4().hex[:8]}"
     migrator = Migrator(client, db=db, kafka_brokers=brokers, kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=lambda _: None)
     started = time.monotonic()
     migrator.up()
     tables = [t.removesuffix("_kafka") for t in kafka_tables_of(TOPIC)]
-    done = {}
+    first, done = {}, {}
     while len(done) < len(tables):
         for table in set(tables) - set(done):
-            if held(client, db, table) >= n:
-                done[table] = time.monotonic() - started
+            rows = held(client, db, table)
+            if rows and table not in first:
+                first[table] = time.monotonic() - started
+            if rows >= n:
+                done[table] = (first[table], time.monotonic() - started)
         if time.monotonic() - started > 900:
             raise SystemExit(f"not all of {n:,} messages stored after 900 s: {done}")
         time.sleep(0.25)
@@ -100,12 +110,103 @@ def warehouse_ingest_s(client, brokers, n):
     return {table: done[table] for table in tables}
 
 
+HISTOGRAMS_PER_DISK_SECOND = len(OPS) * len(KINDS)
+
+
+def steady_inserts(client, ports, disks, seconds, already):
+    """{table: (inserts, rows per insert: mean and least, active parts in a partition at
+    most)} for a new database's Kafka tables of the topic while `disks` disks send their
+    histograms, each second's as that second comes, for `seconds` seconds. The tables
+    first take the `already` messages the topic holds; the inserts counted are those made
+    after."""
+    db = f"steady_{uuid.uuid4().hex[:8]}"
+    migrator = Migrator(client, db=db, kafka_brokers=ports.certificate_brokers, kafka_group=f"{CLICKHOUSE_GROUP}-{db}",
+                        log=lambda _: None)
+    migrator.up()
+    tables = [t.removesuffix("_kafka") for t in kafka_tables_of(TOPIC)]
+    wait_until_held(client, db, tables, already)
+    before = {table: set(part_names(client, db, table)) for table in tables}
+    per_second = disks * HISTOGRAMS_PER_DISK_SECOND
+    produce_in_real_time(ports.brokers, per_second, seconds)
+    wait_until_held(client, db, tables, already + per_second * seconds)
+    parts = {table: inserts_into(client, db, table, before[table]) for table in tables}
+    migrator.down()
+    return parts
+
+
+def wait_until_held(client, db, tables, n):
+    deadline = time.monotonic() + 300
+    while any(held(client, db, table) < n for table in tables):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{db}'s tables do not hold the topic's {n:,} messages after 300 s")
+        time.sleep(1)
+
+
+def part_names(client, db, table):
+    return [name for (name,) in client.rows(
+        f"SELECT name FROM system.parts WHERE database = '{db}' AND table = '{table}'")]
+
+
+def produce_in_real_time(brokers, per_second, seconds):
+    """Each second's histograms of the fleet, sent within that second."""
+    producer = Producer({**kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
+    start_s = int(time.time())
+    began = time.monotonic()
+    per_host_second = len(DISKS) * HISTOGRAMS_PER_DISK_SECOND
+    for second in range(seconds):
+        for j in range(per_second):
+            # histogram()'s message of host j // per_host_second at the first second of start_s + second
+            record = histogram(j // per_host_second * per_host_second * 60 + j % per_host_second, start_s + second)
+            while True:
+                try:
+                    producer.produce(TOPIC, key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        producer.poll(0)
+        behind = time.monotonic() - began - (second + 1)
+        if behind < 0:
+            time.sleep(-behind)
+        elif behind > 1:
+            readiness.say(f"the producer is {behind:.1f} s behind the fleet's clock at second {second + 1}")
+        if (second + 1) % 10 == 0:
+            readiness.say(f"steady fleet: {second + 1} of {seconds} s sent")
+    assert producer.flush(120) == 0, "every message delivered"
+
+
+def inserts_into(client, db, table, parts_before):
+    """(inserts, mean rows per insert, fewest rows in one, most active parts in one
+    partition): the parts of level 0 not among `parts_before`, one an insert."""
+    rows = [int(r) for name, r in client.rows(
+        f"SELECT name, rows FROM system.parts WHERE database = '{db}' AND table = '{table}' AND level = 0")
+        if name not in parts_before]
+    inserts, mean_rows, least_rows = len(rows), sum(rows) / max(1, len(rows)), min(rows, default=0)
+    most_active = client.rows(f"SELECT max(c) FROM (SELECT partition, count() AS c FROM system.parts "
+                              f"WHERE database = '{db}' AND table = '{table}' AND active GROUP BY partition)")[0][0]
+    return inserts, mean_rows, least_rows, int(most_active or 0)
+
+
 def held(client, db, table):
     """Messages (histograms) a table holds."""
     return int(client.rows(f"SELECT count() FROM {db}.{table}")[0][0])
 
 
-def report(args, n, raw, ingest, out):
+def steady_report(args, parts):
+    per_second = args.steady_disks * HISTOGRAMS_PER_DISK_SECOND
+    lines = ["", "## A fleet sending steadily", "",
+             f"{args.steady_disks:,} disks, each sending its {HISTOGRAMS_PER_DISK_SECOND} histograms (2 ops × 3 kinds) "
+             f"every second: {per_second:,} messages/s for {args.steady_seconds} s, produced in real time, read by a "
+             "new database's Kafka tables of the topic once they hold what it held before. Inserts: the table's parts "
+             "of level 0 in system.parts made meanwhile (one an insert).", "",
+             "| table | inserts | inserts/s | rows per insert, mean | fewest | active parts in a partition, at most |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for table, (inserts, mean_rows, least_rows, most_active) in parts.items():
+        lines.append(f"| `{table}` | {inserts:,} | {inserts / args.steady_seconds:.2f} | {mean_rows:,.0f} | "
+                     f"{least_rows:,} | {most_active} |")
+    return lines
+
+
+def report(args, n, raw, ingest, out, steady=()):
     tables = list(ingest[0])
     lines = [
         "# ClickHouse ingestion from Kafka vs the raw consume rate",
@@ -116,19 +217,21 @@ def report(args, n, raw, ingest, out):
         f"then a new database is migrated and its Kafka tables of the topic ({len(tables)}), each with its own "
         "consumer group, read it from the start. Seconds from joining to the last message read or stored; rate = messages / seconds.",
         "",
-        "| reader | seconds | messages/s | vs raw consume |",
-        "|---|---:|---:|---:|",
-        f"| raw Kafka consumer | {statistics.median(raw):.1f} | {n / statistics.median(raw):,.0f} | 1.00 |",
+        "| reader | seconds | messages/s | vs raw consume | its first row stored after (s) |",
+        "|---|---:|---:|---:|---:|",
+        f"| raw Kafka consumer | {statistics.median(raw):.1f} | {n / statistics.median(raw):,.0f} | 1.00 | |",
     ]
     for table in tables:
-        s = statistics.median(run[table] for run in ingest)
-        lines.append(f"| ClickHouse `{table}` | {s:.1f} | {n / s:,.0f} | {statistics.median(raw) / s:.2f} |")
-    last = statistics.median(max(run.values()) for run in ingest)
+        s = statistics.median(run[table][1] for run in ingest)
+        first = statistics.median(run[table][0] for run in ingest)
+        lines.append(f"| ClickHouse `{table}` | {s:.1f} | {n / s:,.0f} | {statistics.median(raw) / s:.2f} | {first:.1f} |")
+    last = statistics.median(max(all_s for _, all_s in run.values()) for run in ingest)
     lines += ["", f"All {len(tables)} tables complete: {last:.1f} s, {n / last:,.0f} messages/s, "
               f"{statistics.median(raw) / last:.2f} of the raw consume rate. Each table parses the whole topic: "
               f"{len(tables)} × {n:,} messages parsed at {len(tables) * n / last:,.0f} messages/s together.", "",
               "Runs (seconds): raw " + ", ".join(f"{s:.1f}" for s in raw) + "; ClickHouse (all tables) "
-              + ", ".join(f"{max(run.values()):.1f}" for run in ingest) + "."]
+              + ", ".join(f"{max(all_s for _, all_s in run.values()):.1f}" for run in ingest) + "."]
+    lines += list(steady)
     out.write_text("\n".join(lines) + "\n")
     readiness.say(f"results in {out}")
 
@@ -137,6 +240,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=500_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--steady-disks", type=int, default=2_000, help="disks of the fleet sending steadily (0: none)")
+    parser.add_argument("--steady-seconds", type=int, default=60)
     parser.add_argument("--out", type=Path, default=REPO / "schema/bench/RESULTS-ingest.md")
     args = parser.parse_args()
     args.cpus = len(os.sched_getaffinity(0))
@@ -151,8 +256,13 @@ def main():
             raw.append(raw_consume_s(ports.brokers, args.messages))
             ingest.append(warehouse_ingest_s(users.client(ports, "admin"), ports.certificate_brokers, args.messages))
             readiness.say(f"run {run}/{args.runs}: raw consumer {raw[-1]:.1f} s; ClickHouse "
-                          + ", ".join(f"{t} {s:.1f} s" for t, s in ingest[-1].items()))
-        report(args, args.messages, raw, ingest, args.out)
+                          + ", ".join(f"{t} {s:.1f} s (first row {first:.1f} s)" for t, (first, s) in ingest[-1].items()))
+        steady = []
+        if args.steady_disks:
+            parts = steady_inserts(users.client(ports, "admin"), ports, args.steady_disks, args.steady_seconds,
+                                   already=args.messages)
+            steady = steady_report(args, parts)
+        report(args, args.messages, raw, ingest, args.out, steady)
     finally:
         readiness.run(["docker", "stop", *containers.values()], stdout=subprocess.DEVNULL)
 
