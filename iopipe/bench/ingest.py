@@ -55,17 +55,25 @@ def histogram(i, start_s):
             "count": sum(buckets), "sum_us": sum(buckets) * 900, "max_us": 8191, "errors": 0}
 
 
+def histogram_producer(brokers):
+    return Producer({**kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
+
+
+def send(producer, record):
+    """Sends a histogram keyed by its disk, waiting while the producer's buffer is full."""
+    while True:
+        try:
+            producer.produce(TOPIC, key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
 def produce(brokers, n):
-    producer = Producer({**kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
+    producer = histogram_producer(brokers)
     start_s = int(time.time()) // 60 * 60
     for i in range(n):
-        record = histogram(i, start_s)
-        while True:
-            try:
-                producer.produce(TOPIC, key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
-                break
-            except BufferError:
-                producer.poll(0.1)
+        send(producer, histogram(i, start_s))
         if i % 100_000 == 0:
             readiness.say(f"produced {i:,} of {n:,}")
     assert producer.flush(120) == 0, "every message delivered"
@@ -149,20 +157,14 @@ def part_names(client, db, table):
 
 def produce_in_real_time(brokers, per_second, seconds):
     """Each second's histograms of the fleet, sent within that second."""
-    producer = Producer({**kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
+    producer = histogram_producer(brokers)
     start_s = int(time.time())
     began = time.monotonic()
     per_host_second = len(DISKS) * HISTOGRAMS_PER_DISK_SECOND
     for second in range(seconds):
         for j in range(per_second):
             # histogram()'s message of host j // per_host_second at the first second of start_s + second
-            record = histogram(j // per_host_second * per_host_second * 60 + j % per_host_second, start_s + second)
-            while True:
-                try:
-                    producer.produce(TOPIC, key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
-                    break
-                except BufferError:
-                    producer.poll(0.1)
+            send(producer, histogram(j // per_host_second * per_host_second * 60 + j % per_host_second, start_s + second))
         producer.poll(0)
         behind = time.monotonic() - began - (second + 1)
         if behind < 0:
