@@ -250,15 +250,18 @@ class TracedDustyDisk:
             if h["disk"] == self.disk and h["latency"] == "device" and h["op"] == "R":
                 in_histograms[h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9] += h["count"]
         short = {start: reads for start, reads in sorted(in_histograms.items()) if windows.get(start, [0])[-1] != reads}
-        return {round((start - self.started_ns) / 1e9): (reads, self.copies_of(start)) for start, reads in short.items()}
+        copies = self.copies_of(short)
+        return {round((start - self.started_ns) / 1e9): (reads, copies[start]) for start, reads in short.items()}
 
-    def copies_of(self, start_ns):
-        """What each copy of the disk's 10 s window starting at `start_ns` held, in the order
-        sent: its reads and where their count came from, and the reads its diskstats show."""
-        return [(w.get("latency", {}).get("R", {}).get("count"), w.get("latency", {}).get("R", {}).get("source"),
-                 w.get("reads_completed"))
-                for w in self.read("io.window.v1")
-                if w["disk"] == self.disk and w["window_s"] == WINDOW_S and w["window_start_ns"] == start_ns]
+    def copies_of(self, starts_ns):
+        """window start -> what each copy of the disk's 10 s window starting then held, in the
+        order sent: its reads and where their count came from, and the reads its diskstats show."""
+        copies = {start: [] for start in starts_ns}
+        for w in self.read("io.window.v1"):
+            if w["disk"] == self.disk and w["window_s"] == WINDOW_S and w["window_start_ns"] in copies:
+                reads = w.get("latency", {}).get("R", {})
+                copies[w["window_start_ns"]].append((reads.get("count"), reads.get("source"), w.get("reads_completed")))
+        return copies
 
     def dead_letter_reasons(self):
         """How many dead letters name the host, by their reason up to what they name."""

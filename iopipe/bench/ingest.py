@@ -42,11 +42,16 @@ DISKS = ("sda", "sdb", "sdc", "sdd", "nvme0n1")
 OPS, KINDS = ("R", "W"), ("device", "queue", "total")
 
 
+HISTOGRAMS_PER_DISK_SECOND = len(OPS) * len(KINDS)
+HISTOGRAMS_PER_HOST_SECOND = len(DISKS) * HISTOGRAMS_PER_DISK_SECOND
+
+
 def histogram(i, start_s):
-    """The i-th message of a fleet whose hosts each send 5 disks × 2 ops × 3 kinds a second."""
-    per_second = len(DISKS) * len(OPS) * len(KINDS)
+    """The i-th message of a fleet whose hosts each send 5 disks × 2 ops × 3 kinds a second,
+    a minute of each host after the other."""
+    per_second = HISTOGRAMS_PER_HOST_SECOND
     host, second, k = i // (per_second * 60), (i // per_second) % 60, i % per_second
-    disk, op, kind = DISKS[k // 6], OPS[k // 3 % 2], KINDS[k % 3]
+    disk, op, kind = DISKS[k // HISTOGRAMS_PER_DISK_SECOND], OPS[k // len(KINDS) % len(OPS)], KINDS[k % len(KINDS)]
     buckets = [0] * 21
     buckets[8 + i % 5], buckets[12] = 40 + i % 17, 3
     start_ns = (start_s + second) * NS
@@ -118,9 +123,6 @@ def warehouse_ingest_s(client, brokers, n):
     return {table: done[table] for table in tables}
 
 
-HISTOGRAMS_PER_DISK_SECOND = len(OPS) * len(KINDS)
-
-
 def steady_inserts(client, ports, disks, seconds, already):
     """{table: (inserts, rows per insert: mean and least, active parts in a partition at
     most)} for a new database's Kafka tables of the topic while `disks` disks send their
@@ -143,11 +145,8 @@ def steady_inserts(client, ports, disks, seconds, already):
 
 
 def wait_until_held(client, db, tables, n):
-    deadline = time.monotonic() + 300
-    while any(held(client, db, table) < n for table in tables):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{db}'s tables do not hold the topic's {n:,} messages after 300 s")
-        time.sleep(1)
+    readiness.wait_for(f"{db}'s tables holding {n:,} messages", timeout_s=300,
+                       check=lambda: all(held(client, db, table) >= n for table in tables))
 
 
 def part_names(client, db, table):
@@ -155,16 +154,19 @@ def part_names(client, db, table):
         f"SELECT name FROM system.parts WHERE database = '{db}' AND table = '{table}'")]
 
 
+def first_second_of_minute(j):
+    """histogram()'s index of the fleet's j-th message of a second, as if the first of a minute."""
+    return j // HISTOGRAMS_PER_HOST_SECOND * HISTOGRAMS_PER_HOST_SECOND * 60 + j % HISTOGRAMS_PER_HOST_SECOND
+
+
 def produce_in_real_time(brokers, per_second, seconds):
     """Each second's histograms of the fleet, sent within that second."""
     producer = histogram_producer(brokers)
     start_s = int(time.time())
     began = time.monotonic()
-    per_host_second = len(DISKS) * HISTOGRAMS_PER_DISK_SECOND
     for second in range(seconds):
         for j in range(per_second):
-            # histogram()'s message of host j // per_host_second at the first second of start_s + second
-            send(producer, histogram(j // per_host_second * per_host_second * 60 + j % per_host_second, start_s + second))
+            send(producer, histogram(first_second_of_minute(j), start_s + second))
         producer.poll(0)
         behind = time.monotonic() - began - (second + 1)
         if behind < 0:
@@ -196,7 +198,8 @@ def held(client, db, table):
 def steady_report(args, parts):
     per_second = args.steady_disks * HISTOGRAMS_PER_DISK_SECOND
     lines = ["", "## A fleet sending steadily", "",
-             f"{args.steady_disks:,} disks, each sending its {HISTOGRAMS_PER_DISK_SECOND} histograms (2 ops × 3 kinds) "
+             f"{args.steady_disks:,} disks, each sending its {HISTOGRAMS_PER_DISK_SECOND} histograms ({len(OPS)} ops × "
+             f"{len(KINDS)} kinds) "
              f"every second: {per_second:,} messages/s for {args.steady_seconds} s, produced in real time, read by a "
              "new database's Kafka tables of the topic once they hold what it held before. Inserts: the table's parts "
              "of level 0 in system.parts made meanwhile (one an insert).", "",
