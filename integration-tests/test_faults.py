@@ -36,7 +36,7 @@ from iopipe.faultdisk.seeds import SCENARIOS, Run, scenario_disk
 from iopipe.flink_rest import _job_running, running_job
 from iopipe.readiness import clickhouse_answers, http_json, say, wait_for
 
-from kafka_records import TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
+from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
 
 pytestmark = pytest.mark.cluster
@@ -251,7 +251,19 @@ class TracedDustyDisk:
                 in_histograms[h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9] += h["count"]
         short = {start: reads for start, reads in sorted(in_histograms.items()) if windows.get(start, [0])[-1] != reads}
         copies = self.copies_of(short)
-        return {round((start - self.started_ns) / 1e9): (reads, copies[start]) for start, reads in short.items()}
+        accepted = self.accepted_reads(short)
+        return {round((start - self.started_ns) / 1e9): (reads, f"{accepted[start]} accepted by the job", copies[start])
+                for start, reads in short.items()}
+
+    def accepted_reads(self, starts_ns):
+        """window start -> the reads of the disk's histograms of its time that the job accepted
+        (passed on to ClickHouse): what reached its windows operator."""
+        accepted = dict.fromkeys(starts_ns, 0)
+        for h in consume_host(self.cluster.ports.brokers, ACCEPTED_TOPICS["io.hist.v1"], self.host):
+            start = h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9
+            if h["disk"] == self.disk and h["latency"] == "device" and h["op"] == "R" and start in accepted:
+                accepted[start] += h["count"]
+        return accepted
 
     def copies_of(self, starts_ns):
         """window start -> what each copy of the disk's 10 s window starting then held, in the

@@ -545,4 +545,110 @@ class DiskWindowsTest {
             }
         }
     }
+
+    /**
+     * A disk's random life: a second's reads in its diskstats, histograms and events alike;
+     * each kind delivered in order, a few seconds late at most, except for an outage of
+     * its own that holds its records back and then delivers them at once.
+     */
+    private static List<Step> randomLife(java.util.Random rnd) {
+        int seconds = 20 + rnd.nextInt(60);
+        long[] readsOf = new long[seconds + 1];
+        for (int s = 1; s <= seconds; s++) {
+            readsOf[s] = rnd.nextInt(3) == 0 ? 0 : 1 + rnd.nextInt(20);
+        }
+        List<Step> steps = new java.util.ArrayList<>();
+        RecordOfSecond[] kinds = {DiskWindowsTest::diskstats, DiskWindowsTest::reads, DiskWindowsTest::event};
+        for (int kind = 0; kind < kinds.length; kind++) {
+            long outageFromS = 1 + rnd.nextInt(seconds);
+            long outageToS = rnd.nextInt(2) == 0 ? outageFromS : outageFromS + rnd.nextInt(90);
+            long deliveredMs = 0;
+            for (int s = 1; s <= seconds; s++) {
+                if (kind > 0 && readsOf[s] == 0) {
+                    continue;  // no I/O: no histogram, no event
+                }
+                long atMs = s * SECOND_MS + rnd.nextInt(3_000);
+                if (s >= outageFromS && s < outageToS) {
+                    atMs = Math.max(atMs, outageToS * SECOND_MS + rnd.nextInt(5_000));
+                }
+                deliveredMs = Math.max(deliveredMs, atMs);
+                steps.add(new Step(deliveredMs, kinds[kind].of("web-1", T0_MS + s * SECOND_MS, readsOf[s])));
+                if (rnd.nextInt(20) == 0) {  // sent again: the agent retried what Kafka had taken
+                    steps.add(new Step(deliveredMs + rnd.nextInt(20_000), kinds[kind].of("web-1", T0_MS + s * SECOND_MS, readsOf[s])));
+                }
+            }
+        }
+        steps.sort(java.util.Comparator.comparingLong(Step::atMs));
+        steps.add(new Step(steps.get(steps.size() - 1).atMs() + 900 * SECOND_MS, null));
+        return steps;
+    }
+
+    /** Window start (s) -> reads its disk's histograms hold. */
+    private static java.util.Map<Long, Long> readsInHistograms(List<Step> steps) {
+        java.util.Map<Long, DiskRecord> histograms = new java.util.HashMap<>();
+        steps.stream().filter(step -> step.record() != null && step.record().hist != null)
+                .forEach(step -> histograms.put(step.record().identity(), step.record()));
+        java.util.Map<Long, Long> reads = new java.util.TreeMap<>();
+        histograms.values().forEach(r -> reads.merge(windowStartS(r), r.hist.count, Long::sum));
+        return reads;
+    }
+
+    private static long windowStartS(DiskRecord r) {
+        return (r.tsNs / 1_000_000L - T0_MS) / SECOND_MS / 10 * 10;
+    }
+
+    /** The histograms sent aside as late, each once, by window start (s) -> their reads. */
+    private void addLateReads(java.util.Map<Long, DiskRecord> late) {
+        ConcurrentLinkedQueue<StreamRecord<DiskRecord>> aside = harness.getSideOutput(Pipeline.LATE_RECORDS);
+        if (aside != null) {
+            aside.stream().map(StreamRecord::getValue).filter(r -> r.hist != null).forEach(r -> late.put(r.identity(), r));
+        }
+    }
+
+    /**
+     * Random lives, each failed at a random step some steps after a checkpoint and restored
+     * from it after a random pause (what came after the checkpoint read again, at once): every
+     * read of the histograms is in the last copy of its window or was sent aside as late.
+     */
+    @Test
+    void noReadIsLostAcrossARestoreInARandomLife() throws Exception {
+        for (int seed = 0; seed < 500; seed++) {
+            java.util.Random rnd = new java.util.Random(seed);
+            List<Step> script = randomLife(rnd);
+            int cut = 1 + rnd.nextInt(script.size() - 1);
+            int failedAt = Math.min(script.size() - 1, cut + rnd.nextInt(40));
+            long pauseMs = new long[] {0, 5_000, 30_000, 90_000}[rnd.nextInt(4)];
+            close();
+            open();
+            play(script.subList(0, cut));
+            OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
+            play(script.subList(cut, failedAt));
+            List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
+            java.util.Map<Long, DiskRecord> late = new java.util.HashMap<>();
+            addLateReads(late);
+            long restartedMs = script.get(failedAt - 1).atMs() + pauseMs;
+            restoreFrom(checkpoint);
+            for (Step step : script.subList(cut, script.size())) {
+                harness.setProcessingTime(Math.max(step.atMs(), restartedMs));
+                if (step.record() != null) {
+                    feed(step.record());
+                }
+            }
+            sent.addAll(harness.extractOutputValues());
+            addLateReads(late);
+            // The sink and the dead letters are at least once: what the failed run sent aside as late may be in a window now.
+            java.util.Map<Long, Long> inWindows = lastCopies(sent);
+            java.util.Map<Long, Long> lateReads = new java.util.TreeMap<>();
+            late.values().forEach(r -> lateReads.merge(windowStartS(r), r.hist.count, Long::sum));
+            java.util.Map<Long, String> wrong = new java.util.TreeMap<>();
+            readsInHistograms(script).forEach((startS, reads) -> {
+                long windowed = inWindows.getOrDefault(startS, 0L);
+                if (windowed > reads || windowed + lateReads.getOrDefault(startS, 0L) < reads) {
+                    wrong.put(startS, reads + " read, " + windowed + " in its window, " + lateReads.get(startS) + " late");
+                }
+            });
+            assertEquals(java.util.Map.of(), wrong, "seed " + seed + ": checkpoint after step " + cut
+                    + ", failed at step " + failedAt + ", restarted " + pauseMs + " ms later");
+        }
+    }
 }
