@@ -185,8 +185,9 @@ bench-warehouse: deps images
 bench-ingest: deps images
 	@$(PYTHON) -m iopipe.bench.ingest
 
-# The stream job graph's records/s on a fleet of iopipe/synthetic/fleet.py's disks copied onto many hosts
-# (as bench-fleet's are), against a plain Kafka consumer; state bytes per disk.
+# The stream job's records/s as it runs (RocksDB, checkpoints, Kafka sink, signatures) and its graph alone, on a
+# fleet of iopipe/synthetic/fleet.py's disks copied onto many hosts (as bench-fleet's are), against a plain Kafka
+# consumer; with one disk flight-recording; its CPU profile; state bytes per disk.
 bench-jobs: deps $(JOB_JAR) images
 	@python3 -m iopipe.bench.jobs
 

@@ -42,7 +42,13 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToLongFunction;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.serialization.SerializerConfigImpl;
+import org.apache.flink.api.common.state.CheckpointListener;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -68,16 +74,21 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * by its host as the agents sign theirs ({@link HostSignatures}, with a master secret made
  * for the run). Each round, a plain consumer reads them all (bytes, nothing else done),
  * then the live job's graph (decode, diskstats deltas, 10 s and 1 min windows, detectors)
- * reads them as a bounded Kafka source on a local cluster of PARALLELISM slots, once taking
- * them unsigned and once checking every record's signature as the live job given the
- * secret does (the two swap places every other round). Running all three in every round
- * lets a burst of load on the machine hit them alike. Each rate is records over the time
- * from the first record read to the last one processed. The keyed state a disk costs is
- * measured on each template disk's records, all the template file holds.
+ * reads them as a bounded Kafka source on a local cluster of PARALLELISM slots three times
+ * ({@link Deployment}): as the live job runs (RocksDB, checkpoints, the Kafka sink,
+ * signatures checked), and the graph alone checking signatures and taking records unsigned,
+ * in an order that changes every round. Running them all in every round lets a burst of
+ * load on the machine hit them alike. Each rate is records over the time from the first
+ * record read to the last output. Then the job as it runs over a smaller fleet with and
+ * without its first disk flight-recording, and once more under Flight Recorder for where
+ * its CPU goes ({@link CpuProfile}). The keyed state a disk costs is measured on each
+ * template disk's records, all the template file holds. Each part of the report is written
+ * as soon as it is measured.
  *
  * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
  * the fleet's ({@link TemplateFleet}), --seconds (of the fleet's records), --rounds (default
- * 5: the first runs on a cold JIT), --out (results file).
+ * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000), --out
+ * (results file).
  */
 public final class StreamBenchmark {
     static final int PARALLELISM = 2;
@@ -99,23 +110,44 @@ public final class StreamBenchmark {
         TemplateFleet fleet = TemplateFleet.of(args);
         int seconds = Integer.parseInt(args.required("seconds"));
         int rounds = Integer.parseInt(args.get("rounds", "5"));
+        TemplateFleet recordingFleet = fleet.withDisks(Integer.parseInt(args.get("recording-fleet-disks", "1000")));
+        int recordedPerSecond = Integer.parseInt(args.get("recorded-per-second", "1000"));
         String topic = "iopipe-bench-" + Long.toHexString(System.nanoTime());
         Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
-        Produced produced;
-        Rates rates;
+        Path out = args.has("out") ? Path.of(args.get("out", "")) : null;
         try {
-            produced = produce(brokers, kafka, topic, fleet, seconds, HostSignatures.fromFile(masterSecret));
-            rates = measure(brokers, kafka, topic, produced.records(), rounds, masterSecret);
+            HostSignatures signatures = HostSignatures.fromFile(masterSecret);
+            Produced produced = produce(brokers, kafka, topic, fleet, seconds, signatures);
+            warmUp(brokers, kafka, topic, produced.records());
+            Rates rates = measure(brokers, kafka, topic, produced.records(), rounds, masterSecret);
+            String report = report(fleet, seconds, produced, rates, statePerDisk(fleet));
+            write(out, report);
+            Produced quiet = produce(brokers, kafka, topic + "-quiet", recordingFleet, seconds, signatures);
+            Produced oneRecording = produce(brokers, kafka, topic + "-recording", recordingFleet, seconds, signatures,
+                    recordedPerSecond);
+            report += recordingReport(recordingFleet.disks(), recordedPerSecond,
+                    measureRecording(brokers, kafka, topic, quiet, oneRecording, rounds, masterSecret));
+            write(out, report);
+            report += profileAsRun(brokers, kafka, topic, produced.records(), masterSecret);
+            write(out, report);
         } finally {
             Files.deleteIfExists(masterSecret);
         }
-        State state = statePerDisk(fleet);
-        String report = report(fleet, seconds, produced, rates, state);
+    }
+
+    /** The report so far, printed and written to `out` (if any): a later part that fails loses no earlier one. */
+    private static void write(Path out, String report) throws IOException {
         System.out.println(report);
-        if (args.has("out")) {
-            Files.writeString(Path.of(args.get("out", "")), report);
-            say("wrote %s", args.get("out", ""));
+        if (out != null) {
+            Files.writeString(out, report);
+            say("wrote %s", out);
         }
+    }
+
+    /** One run of the graph alone, not measured: the rounds after it all start on a JIT it warmed up. */
+    private static void warmUp(String brokers, KafkaClientConfig kafka, String topic, long records) throws Exception {
+        say("warming up: the graph alone, once over the topic");
+        jobRate(brokers, kafka, topic, records, new Pipeline.Config(), Deployment.GRAPH_ALONE);
     }
 
     static void say(String format, Object... values) {
@@ -123,18 +155,26 @@ public final class StreamBenchmark {
     }
 
     static final String PLAIN_CONSUMER = "plain KafkaConsumer";
-    static final String JOB_GRAPH = "job graph";
-    static final String CHECKED_JOB_GRAPH = "job graph, host signatures checked";
+    static final String JOB_AS_RUN = "the job as it runs: RocksDB, checkpoints, Kafka sink, host signatures checked";
+    static final String CHECKED_JOB_GRAPH = "job graph alone (heap state, outputs discarded), host signatures checked";
+    static final String JOB_GRAPH = "job graph alone, records taken unsigned";
 
-    /** Records per second of each reader, one per round. */
-    record Rates(List<Double> plain, List<Double> job, List<Double> checked) {
+    /** Records per second of each reader, one per round; the checkpoints the job as it runs completed in each. */
+    record Rates(List<Double> plain, List<Double> asRun, List<Double> checked, List<Double> job, List<Long> checkpoints) {
         Rates() {
-            this(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+            this(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         }
     }
 
+    /**
+     * Where the job graph keeps its state and what becomes of its outputs: as the live job
+     * runs (the cluster's RocksDB with incremental checkpoints, infra/flink/start-flink.sh;
+     * LiveJob's checkpoint interval and Kafka sink), or the graph alone.
+     */
+    enum Deployment { AS_RUN, GRAPH_ALONE }
+
     /** One way of running the job graph, and its rate in each round. */
-    private record JobRun(String reader, Pipeline.Config config, List<Double> rates) {}
+    private record JobRun(String reader, Pipeline.Config config, Deployment deployment, List<Double> rates) {}
 
     /** Every reader over the whole topic, each round; the checked run is given the master secret's file. */
     static Rates measure(String brokers, KafkaClientConfig kafka, String topic, long records, int rounds, Path masterSecret)
@@ -142,25 +182,84 @@ public final class StreamBenchmark {
         Rates rates = new Rates();
         Pipeline.Config checked = new Pipeline.Config();
         checked.signingSecret = masterSecret.toString();
-        List<JobRun> jobRuns = List.of(new JobRun(JOB_GRAPH, new Pipeline.Config(), rates.job()),
-                new JobRun(CHECKED_JOB_GRAPH, checked, rates.checked()));
+        List<JobRun> jobRuns = List.of(new JobRun(JOB_AS_RUN, checked, Deployment.AS_RUN, rates.asRun()),
+                new JobRun(CHECKED_JOB_GRAPH, checked, Deployment.GRAPH_ALONE, rates.checked()),
+                new JobRun(JOB_GRAPH, new Pipeline.Config(), Deployment.GRAPH_ALONE, rates.job()));
         for (int round = 1; round <= rounds; round++) {
             rates.plain().add(plainConsumerRate(brokers, kafka, topic, records));
             say("round %d: %s %,.0f records/s", round, PLAIN_CONSUMER, last(rates.plain()));
             for (JobRun run : inRoundOrder(jobRuns, round)) {
-                run.rates().add(jobRate(brokers, kafka, topic, records, run.config()));
+                run.rates().add(jobRate(brokers, kafka, topic, records, run.config(), run.deployment()));
                 say("round %d: %s %,.0f records/s", round, run.reader(), last(run.rates()));
+                if (run.deployment() == Deployment.AS_RUN) {
+                    rates.checkpoints().add(CHECKPOINTS.get());
+                }
             }
         }
         return rates;
     }
 
+    /** Where the job as it runs spends its CPU over the whole topic once more, sampled by Flight Recorder. */
+    static String profileAsRun(String brokers, KafkaClientConfig kafka, String topic, long records, Path masterSecret)
+            throws Exception {
+        Pipeline.Config checked = new Pipeline.Config();
+        checked.signingSecret = masterSecret.toString();
+        Path jfr = Files.createTempFile("iopipe-bench-", ".jfr");
+        try {
+            say("profiling the job as it runs");
+            CpuProfile profile = CpuProfile.recording(jfr, () -> jobRate(brokers, kafka, topic, records, checked,
+                    Deployment.AS_RUN), () -> new long[] {FIRST_RECORD_EPOCH_MS.get(), LAST_OUTPUT_EPOCH_MS.get()});
+            return String.join("\n", "## Where the job as it runs spends its CPU", "",
+                    "One more run of the job as it runs over the whole topic, sampled by the JDK's Flight Recorder "
+                            + "from its first record read to its last output: every 10 ms up to 5 threads running Java "
+                            + "code, and one thread in a native call in turn (a task's calls into RocksDB; also a thread "
+                            + "waiting in one, so those are counted apart and for the tasks only). RocksDB's own "
+                            + "background threads are not sampled.", "",
+                    profile.report(15));
+        } finally {
+            Files.deleteIfExists(jfr);
+        }
+    }
+
+    /** The job as it runs over a quiet fleet's records and the same with one disk flight-recording, rounds of each. */
+    record Recording(Produced quiet, Produced oneRecording, List<Double> quietRates, List<Double> recordingRates,
+                     List<Long> quietCheckpoints, List<Long> recordingCheckpoints) {}
+
+    /** The job as it runs over the two topics (`topic`-quiet and `topic`-recording), each round, taking turns at going first. */
+    static Recording measureRecording(String brokers, KafkaClientConfig kafka, String topic, Produced quiet,
+                                      Produced oneRecording, int rounds, Path masterSecret) throws Exception {
+        Pipeline.Config checked = new Pipeline.Config();
+        checked.signingSecret = masterSecret.toString();
+        Recording recording = new Recording(quiet, oneRecording, new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
+                new ArrayList<>());
+        record Run(String name, String topic, long records, List<Double> rates, List<Long> checkpoints) {}
+        List<Run> runs = List.of(new Run("quiet fleet", topic + "-quiet", quiet.records(), recording.quietRates(),
+                        recording.quietCheckpoints()),
+                new Run("one disk flight-recording", topic + "-recording", oneRecording.records(), recording.recordingRates(),
+                        recording.recordingCheckpoints()));
+        for (int round = 1; round <= rounds; round++) {
+            for (Run run : inRoundOrder(runs, round)) {
+                run.rates().add(jobRate(brokers, kafka, run.topic(), run.records(), checked, Deployment.AS_RUN));
+                run.checkpoints().add(CHECKPOINTS.get());
+                say("round %d: the job as it runs, %s: %,.0f records/s", round, run.name(), last(run.rates()));
+            }
+        }
+        return recording;
+    }
+
     /**
-     * The job graph's runs swap places every other round: the second of them runs on a JIT
-     * the first warmed up, and neither should always be the one that does.
+     * The job graph's runs in round `round` (from 1): each even round runs the round before
+     * backwards, and each pair of rounds starts one run further on. So the runs take turns
+     * at going first, and what one leaves behind (garbage, a cluster still shutting down, a
+     * broker flushing its outputs) does not always fall on the same next run.
      */
     static <T> List<T> inRoundOrder(List<T> runs, int round) {
-        return round % 2 == 1 ? runs : List.of(runs.get(1), runs.get(0));
+        List<T> order = new ArrayList<>(runs);
+        java.util.Collections.rotate(order, -((round - 1) / 2 % runs.size()));
+        if (round % 2 == 0) {
+            java.util.Collections.reverse(order);
+        }
+        return order;
     }
 
     private static double last(List<Double> values) {
@@ -203,6 +302,12 @@ public final class StreamBenchmark {
     /** The fleet's first `seconds` of records into a fresh topic, each signed by the host it names. */
     static Produced produce(String brokers, KafkaClientConfig kafka, String topic, TemplateFleet fleet, int seconds,
                         HostSignatures signatures) throws Exception {
+        return produce(brokers, kafka, topic, fleet, seconds, signatures, 0);
+    }
+
+    /** As above, the fleet's first disk flight-recording `recordedPerSecond` I/Os a second besides (when not 0). */
+    static Produced produce(String brokers, KafkaClientConfig kafka, String topic, TemplateFleet fleet, int seconds,
+                        HostSignatures signatures, int recordedPerSecond) throws Exception {
         try (Admin admin = Admin.create(adminConfig(brokers, kafka))) {
             admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
         }
@@ -211,14 +316,18 @@ public final class StreamBenchmark {
         say("producing %,d disks x %d s of records, signed by their hosts, into %s", fleet.disks(), seconds, topic);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(brokers, kafka),
                 new ByteArraySerializer(), new ByteArraySerializer())) {
+            TemplateFleet.RecordSink sink = (t, host, key, value) -> {
+                producer.send(TemplateFleet.record(topic, host, key, value, signatures));
+                bySchema.merge(t.schema(), 1L, Long::sum);
+                if (sent.incrementAndGet() % 500_000 == 0) {
+                    say("produced %,d records", sent.get());
+                }
+            };
             for (TemplateFleet.Send send : fleet.firstSeconds(seconds)) {
-                fleet.send(send, (t, host, key, value) -> {
-                    producer.send(TemplateFleet.record(topic, host, key, value, signatures));
-                    bySchema.merge(t.schema(), 1L, Long::sum);
-                    if (sent.incrementAndGet() % 500_000 == 0) {
-                        say("produced %,d records", sent.get());
-                    }
-                });
+                fleet.send(send, sink);
+                if (recordedPerSecond > 0) {
+                    fleet.recording(send, 0, recordedPerSecond, sink);
+                }
             }
         }
         say("produced %,d records of %,d hosts", sent.get(), fleet.hostCount());
@@ -257,8 +366,8 @@ public final class StreamBenchmark {
     static final class StampFirst implements MapFunction<RawRecord, RawRecord> {
         @Override
         public RawRecord map(RawRecord r) {
-            if (FIRST_RECORD_NS.get() == 0) {
-                FIRST_RECORD_NS.compareAndSet(0, System.nanoTime());
+            if (FIRST_RECORD_NS.get() == 0 && FIRST_RECORD_NS.compareAndSet(0, System.nanoTime())) {
+                FIRST_RECORD_EPOCH_MS.set(System.currentTimeMillis());
             }
             return r;
         }
@@ -266,22 +375,37 @@ public final class StreamBenchmark {
 
     /**
      * Records per second of the live job's graph over the whole topic, as a bounded source,
-     * with `config` (whether it checks signatures).
+     * with `config` (whether it checks signatures), deployed as `deployment` says. The time
+     * is from its first record read to its last output: a job as it runs waits at the end
+     * of its input for a last checkpoint, which a live job never does.
      */
-    static double jobRate(String brokers, KafkaClientConfig kafka, String topic, long records, Pipeline.Config config)
-            throws Exception {
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(PARALLELISM);
-        DataStream<RawRecord> input = env
-                .fromSource(KafkaIo.boundedSource(brokers, kafka, topic), WatermarkStrategy.noWatermarks(), "bench topic")
-                .map(new StampFirst()).name("stamp first record");
-        Pipeline.build(input, config).map(new CountOutputs()).name("count outputs")
-                .sinkTo(new DiscardingSink<>()).name("discard");
-        FIRST_RECORD_NS.set(0);
-        ACCEPTED.set(0);
-        WINDOWS.set(0);
-        DEAD_LETTERS.set(0);
-        env.execute("iopipe bench");
-        double rate = records / ((System.nanoTime() - FIRST_RECORD_NS.get()) / 1e9);
+    static double jobRate(String brokers, KafkaClientConfig kafka, String topic, long records, Pipeline.Config config,
+                          Deployment deployment) throws Exception {
+        Path checkpoints = Files.createTempDirectory("iopipe-bench-checkpoints-");
+        try {
+            StreamExecutionEnvironment env = environment(deployment, checkpoints);
+            DataStream<RawRecord> input = env
+                    .fromSource(KafkaIo.boundedSource(brokers, kafka, topic), WatermarkStrategy.noWatermarks(), "bench topic")
+                    .map(new StampFirst()).name("stamp first record");
+            DataStream<OutputRecord> outputs = Pipeline.build(input, config).map(new CountOutputs()).name("count outputs");
+            if (deployment == Deployment.AS_RUN) {
+                outputs.sinkTo(KafkaIo.sink(brokers, kafka)).name("output topics");
+            } else {
+                outputs.sinkTo(new DiscardingSink<>()).name("discard");
+            }
+            FIRST_RECORD_NS.set(0);
+            LAST_OUTPUT_NS.set(0);
+            FIRST_RECORD_EPOCH_MS.set(0);
+            LAST_OUTPUT_EPOCH_MS.set(0);
+            ACCEPTED.set(0);
+            WINDOWS.set(0);
+            DEAD_LETTERS.set(0);
+            CHECKPOINTS.set(0);
+            env.execute("iopipe bench");
+        } finally {
+            deleteTree(checkpoints);
+        }
+        double rate = records / ((LAST_OUTPUT_NS.get() - FIRST_RECORD_NS.get()) / 1e9);
         // A graph that refused its input (a signature it did not take, a record it could
         // not decode) would be measuring the wrong thing.
         if (ACCEPTED.get() != records || DEAD_LETTERS.get() > 0 || WINDOWS.get() == 0) {
@@ -293,13 +417,65 @@ public final class StreamBenchmark {
         return rate;
     }
 
+    /** A local cluster of PARALLELISM slots; its state and checkpoints as `deployment` says, checkpoints under `checkpoints`. */
+    private static StreamExecutionEnvironment environment(Deployment deployment, Path checkpoints) {
+        Configuration conf = new Configuration();
+        if (deployment == Deployment.AS_RUN) {
+            // A failure would restart the job for ever and count its replayed records twice: fail the run instead.
+            conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+            conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
+            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, checkpoints.toUri().toString());
+            conf.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(PARALLELISM, conf);
+        if (deployment == Deployment.AS_RUN) {
+            env.enableCheckpointing(PipelineTimings.CHECKPOINT_INTERVAL.toMillis());
+        }
+        return env;
+    }
+
+    /** Deletes what is left under `root`; Flink may still be removing its finished checkpoints. */
+    private static void deleteTree(Path root) {
+        try (java.util.stream.Stream<Path> paths = Files.walk(root)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException | java.io.UncheckedIOException e) {
+            say("left checkpoints under %s: %s", root, e);
+        }
+    }
+
     static final AtomicLong ACCEPTED = new AtomicLong();
     static final AtomicLong WINDOWS = new AtomicLong();
     static final AtomicLong DEAD_LETTERS = new AtomicLong();
+    static final AtomicLong LAST_OUTPUT_NS = new AtomicLong();
+    /** When the run's first record was read and its last output made, on the wall clock (for the profile's samples). */
+    static final AtomicLong FIRST_RECORD_EPOCH_MS = new AtomicLong();
+    static final AtomicLong LAST_OUTPUT_EPOCH_MS = new AtomicLong();
+    /** Checkpoints completed while a run measured: before a subtask's last output, the most of any subtask. */
+    static final AtomicLong CHECKPOINTS = new AtomicLong();
 
-    static final class CountOutputs implements MapFunction<OutputRecord, OutputRecord> {
+    static final class CountOutputs extends RichMapFunction<OutputRecord, OutputRecord> implements CheckpointListener {
+        /** This subtask's last output, told when it closes: the whole run's is the latest. */
+        private long lastOutputNs;
+        private final List<Long> checkpointsCompletedNs = new ArrayList<>();
+
+        @Override
+        public void notifyCheckpointComplete(long checkpointId) {
+            checkpointsCompletedNs.add(System.nanoTime());
+        }
+
+        @Override
+        public void close() {
+            LAST_OUTPUT_NS.accumulateAndGet(lastOutputNs, Math::max);
+            LAST_OUTPUT_EPOCH_MS.accumulateAndGet(System.currentTimeMillis() - (System.nanoTime() - lastOutputNs) / 1_000_000L,
+                    Math::max);
+            CHECKPOINTS.accumulateAndGet(checkpointsCompletedNs.stream().filter(ns -> ns <= lastOutputNs).count(), Math::max);
+        }
+
         @Override
         public OutputRecord map(OutputRecord r) {
+            lastOutputNs = System.nanoTime();
             if (r.acceptedInput) {
                 ACCEPTED.incrementAndGet();
             } else if (DeadLetters.SCHEMA.equals(r.schema)) {
@@ -420,7 +596,7 @@ public final class StreamBenchmark {
 
     static String report(TemplateFleet fleet, int seconds, Produced produced, Rates rates, State state) {
         double plain = median(rates.plain());
-        double job = median(rates.job());
+        double job = median(rates.asRun());
         int cores = Runtime.getRuntime().availableProcessors();
         return String.join("\n",
                 "# Stream jobs: throughput of the job graph and state per disk",
@@ -433,21 +609,33 @@ public final class StreamBenchmark {
                         + perDiskSecond(produced, fleet.disks(), seconds) + ") in one topic of " + PARTITIONS + " partitions, "
                         + "each record signed by its host as the agents sign theirs (an " + HostSignatures.HEADER + " header, "
                         + "schema/signing.json; " + String.format("%,d", produced.hosts()) + " hosts). "
-                        + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then twice with the live "
-                        + "job's graph (decode, diskstats deltas, 10 s and 1 min windows on each disk's clock, detectors, "
-                        + "latency rollups) as a bounded source: once taking the records unsigned, once, given the master "
-                        + "secret's file (--" + HostSignatures.OPTION + "), checking every record's signature against its "
-                        + "host's key; the two swap places every other round, so neither always runs on a JIT the other "
-                        + "warmed up. Both accept every record. Medians over rounds.",
+                        + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then three times with the "
+                        + "live job's graph (decode, diskstats deltas, 10 s and 1 min windows on each disk's clock, detectors, "
+                        + "latency rollups) as a bounded source: as the live job runs (state in RocksDB with incremental "
+                        + "checkpoints every " + PipelineTimings.CHECKPOINT_INTERVAL.toSeconds() + " s, its outputs to the "
+                        + "output topics through the at-least-once Kafka sink, every record's signature checked against its "
+                        + "host's key given the master secret's file, --" + HostSignatures.OPTION + "); then the graph alone "
+                        + "(heap state, no checkpoints, outputs discarded), checking signatures and taking records unsigned. "
+                        + "After one run of the graph alone to warm the JIT up, the three take turns at going first, every "
+                        + "other round backwards. Each accepts every record; its time runs from its first record read to its "
+                        + "last output (not the last checkpoint a bounded job waits for, nor the local cluster's shutdown, "
+                        + "which results before 2026-11-27 counted). RocksDB has the local cluster's managed memory (Flink's "
+                        + "default for a local cluster, 128 MiB for both slots); the Kafka broker taking the outputs shares "
+                        + "the machine's CPUs, as every reader does. Medians over rounds.",
                 "",
-                "| reader | records/s | records/s per core | vs plain consumer | vs job graph |",
+                "| reader | records/s | records/s per core | vs plain consumer | vs the job as it runs |",
                 "|---|---|---|---|---|",
                 row(PLAIN_CONSUMER, rates.plain(), cores, plain, job),
-                row(JOB_GRAPH, rates.job(), cores, plain, job),
+                row(JOB_AS_RUN, rates.asRun(), cores, plain, job),
                 row(CHECKED_JOB_GRAPH, rates.checked(), cores, plain, job),
+                row(JOB_GRAPH, rates.job(), cores, plain, job),
                 "",
-                "Checking signatures, round by round (checked / unchecked job graph): " + ratios(rates.checked(), rates.job())
-                        + ".",
+                "Checkpoints the job as it runs completed while it measured (before its last output), round by round: "
+                        + joined(rates.checkpoints()) + ".",
+                "",
+                "RocksDB, checkpoints and the Kafka sink, round by round (as run / graph alone, both checking signatures): "
+                        + ratios(rates.asRun(), rates.checked()) + ". Checking signatures (checked / unchecked graph alone): "
+                        + ratios(rates.checked(), rates.job()) + ".",
                 "",
                 String.format("Keyed state per disk, as the job's serializers write it, after %d s of a disk's records: %,d bytes "
                         + "on average over %d disks, one of each template disk (detector history %,d, its open 10 s and 1 min "
@@ -460,6 +648,38 @@ public final class StreamBenchmark {
                 "",
                 "Rerun: `make bench-jobs` (starts Kafka in a container), or `make bench` for every benchmark.",
                 "");
+    }
+
+    static String recordingReport(int disks, int recordedPerSecond, Recording recording) {
+        double quiet = median(recording.quietRates());
+        double spread = (java.util.Collections.max(recording.quietRates()) - java.util.Collections.min(recording.quietRates()))
+                / quiet;
+        return String.join("\n",
+                "## One disk flight-recording",
+                "",
+                String.format("The job as it runs over %,d disks' records (%,d records), and over the same with the first "
+                        + "disk flight-recording besides, %,d reads a second each sent as an event of its own (%,d records): "
+                        + "each of its 10 s windows takes %,d events, which a job that rewrote a disk's open window per "
+                        + "record would read and write again for each one.", disks, recording.quiet().records(),
+                        recordedPerSecond, recording.oneRecording().records(),
+                        recordedPerSecond * PipelineTimings.WINDOW_SECONDS.get(0)),
+                "",
+                "| fleet | records/s | vs quiet fleet |",
+                "|---|---|---|",
+                String.format("| quiet | %,.0f (rounds: %s) | 1.00 |", quiet, rounds(recording.quietRates())),
+                String.format("| one disk flight-recording | %,.0f (rounds: %s) | %.2f |", median(recording.recordingRates()),
+                        rounds(recording.recordingRates()), median(recording.recordingRates()) / quiet),
+                "",
+                String.format("Round by round (flight-recording / quiet; the two take turns at going first): %s. Noise: the "
+                        + "quiet fleet's rounds spread over %.0f%% of their median. Checkpoints completed while each run "
+                        + "measured, quiet: %s; flight-recording: %s.", ratios(recording.recordingRates(),
+                        recording.quietRates()), 100 * spread, joined(recording.quietCheckpoints()),
+                        joined(recording.recordingCheckpoints())),
+                "");
+    }
+
+    private static String joined(List<Long> values) {
+        return String.join(", ", values.stream().map(String::valueOf).toList());
     }
 
     /** Records per disk-second in all, and of each schema. */

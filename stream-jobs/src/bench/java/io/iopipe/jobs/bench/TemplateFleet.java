@@ -1,8 +1,10 @@
 package io.iopipe.jobs.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.Args;
 import io.iopipe.jobs.records.HostSignatures;
+import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.Topics;
 import java.io.BufferedReader;
@@ -64,13 +66,17 @@ final class TemplateFleet {
 
     final List<Send> sends;
     final int templateDisks;
+    private final String hostPrefix;
+    private final int disksPerHost;
     private final String[] hosts;
     private final byte[][] hostBytes;
 
-    private TemplateFleet(List<Send> sends, int templateDisks, String[] hosts) {
+    private TemplateFleet(List<Send> sends, int templateDisks, String hostPrefix, int disksPerHost, int disks) {
         this.sends = sends;
         this.templateDisks = templateDisks;
-        this.hosts = hosts;
+        this.hostPrefix = hostPrefix;
+        this.disksPerHost = disksPerHost;
+        this.hosts = hostNames(disks, hostPrefix, disksPerHost);
         this.hostBytes = new byte[hosts.length][];
         for (int i = 0; i < hosts.length; i++) {
             hostBytes[i] = hosts[i].getBytes(StandardCharsets.UTF_8);
@@ -83,8 +89,13 @@ final class TemplateFleet {
         if (sends.isEmpty()) {
             throw new IllegalArgumentException("no template records in " + args.required("templates"));
         }
-        return new TemplateFleet(sends, templateDisks, hostNames(Integer.parseInt(args.required("disks")),
-                args.required("host-prefix"), Integer.parseInt(args.required("disks-per-host"))));
+        return new TemplateFleet(sends, templateDisks, args.required("host-prefix"),
+                Integer.parseInt(args.required("disks-per-host")), Integer.parseInt(args.required("disks")));
+    }
+
+    /** The same templates sent by a fleet of `disks` disks. */
+    TemplateFleet withDisks(int disks) {
+        return new TemplateFleet(sends, templateDisks, hostPrefix, disksPerHost, disks);
     }
 
     int disks() {
@@ -121,6 +132,33 @@ final class TemplateFleet {
             sink.accept(t, hosts[disk], key, t.withHost(hostBytes[disk]));
         }
         return templates.size();
+    }
+
+    /**
+     * What fleet disk `disk` sends in one send if it is flight-recording, besides its own
+     * records: `perSecond` events of the second that ends then (the templates send once a
+     * second), every I/O recorded (weight 1), each a read of its own, made from the first
+     * event the disk's template sends; returns how many.
+     */
+    long recording(Send send, int disk, int perSecond, RecordSink sink) {
+        if (sends.size() > 1 && sends.get(1).atMs() - sends.get(0).atMs() != 1000) {
+            throw new IllegalStateException("templates sent every " + (sends.get(1).atMs() - sends.get(0).atMs())
+                    + " ms: a flight recording is made a second at a time");
+        }
+        Template prototype = sends.stream().flatMap(s -> s.byTemplateDisk().get(disk % templateDisks).stream())
+                .filter(t -> IoEvent.SCHEMA.equals(t.schema())).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("template disk " + disk % templateDisks + " sends no events"));
+        byte[] key = (hosts[disk] + "/" + prototype.disk()).getBytes(StandardCharsets.UTF_8);
+        ObjectNode event = (ObjectNode) parse(new String(prototype.withHost(hostBytes[disk]), StandardCharsets.UTF_8));
+        long endNs = send.atMs() * 1_000_000L;
+        for (int i = 0; i < perSecond; i++) {
+            long completeNs = endNs - i * (1_000_000_000L / perSecond);
+            event.put("op", "R").put("bytes", 4096).put("complete_ns", completeNs)
+                    .put("issue_ns", completeNs - 4_000_000L - i % 7 * 1_000_000L).put("sector", 1_000_000L + 8L * i)
+                    .put("sample_reason", "recorder").put("sample_weight", 1.0);
+            sink.accept(prototype, hosts[disk], key, event.toString().getBytes(StandardCharsets.UTF_8));
+        }
+        return perSecond;
     }
 
     /** A record as its host's producer sends it: keyed host/disk, signed with the host's key when there are signatures. */

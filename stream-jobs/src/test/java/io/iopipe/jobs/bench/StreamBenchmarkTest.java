@@ -131,11 +131,58 @@ class StreamBenchmarkTest {
     }
 
     @Test
-    void theJobGraphRunsSwapPlacesEveryOtherRound() {
+    void aFlightRecordingDiskSendsThatManyReadsOfTheSecondEndingAtTheSendEachOfItsOwn(@TempDir Path dir) throws Exception {
+        TemplateFleet fleet = fleet(dir, 2, DISKS);
+        TemplateFleet.Send send = fleet.sends.get(1);
+        List<io.iopipe.jobs.pipeline.DiskRecord> recorded = new ArrayList<>();
+        fleet.recording(send, 3, 500, (t, host, key, value) -> {
+            try {
+                recorded.add(io.iopipe.jobs.pipeline.DiskRecord.of(io.iopipe.jobs.records.RecordDecoder.event(
+                        Json.parseObject(new String(value, StandardCharsets.UTF_8)), send.atMs() * 1_000_000L)));
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertEquals(500, recorded.size());
+        assertEquals(500, recorded.stream().map(io.iopipe.jobs.pipeline.DiskRecord::identity).distinct().count());
+        for (io.iopipe.jobs.pipeline.DiskRecord r : recorded) {
+            assertEquals(HOST_PREFIX + "0", r.host);
+            assertEquals("R", r.event.op);
+            assertEquals("recorder", r.event.sampleReason);
+            assertTrue(r.event.completeNs > (send.atMs() - ONE_SECOND_MS) * 1_000_000L && r.event.completeNs <= send.atMs() * 1_000_000L);
+        }
+    }
+
+    @Test
+    void aProfileNamesAFlinkTaskByItsChainOfOperatorsAndNoOtherThread() {
+        assertEquals("Source: bench topic -> stamp first record -> decode records",
+                CpuProfile.taskOf("Source: bench topic -> stamp first record -> decode records (1/2)#0"));
+        assertEquals("diskstats deltas", CpuProfile.taskOf("diskstats deltas (2/2)"));
+        assertEquals(null, CpuProfile.taskOf("kafka-producer-network-thread | producer-1"));
+    }
+
+    @Test
+    void twoRunsSwapPlacesEveryOtherRound() {
         List<String> runs = List.of("unchecked", "checked");
         assertEquals(runs, StreamBenchmark.inRoundOrder(runs, 1));
         assertEquals(List.of("checked", "unchecked"), StreamBenchmark.inRoundOrder(runs, 2));
-        assertEquals(runs, StreamBenchmark.inRoundOrder(runs, 3));
+    }
+
+    @Test
+    void threeRunsTakeTurnsAtGoingFirstAndAreNotAlwaysFollowedByTheSameOne() {
+        List<String> runs = List.of("as run", "checked", "unchecked");
+        java.util.Map<String, Integer> first = new java.util.HashMap<>();
+        java.util.Map<String, java.util.Set<String>> followedBy = new java.util.HashMap<>();
+        for (int round = 1; round <= 6; round++) {
+            List<String> order = StreamBenchmark.inRoundOrder(runs, round);
+            assertEquals(new java.util.HashSet<>(runs), new java.util.HashSet<>(order), "round " + round);
+            first.merge(order.get(0), 1, Integer::sum);
+            for (int i = 0; i + 1 < order.size(); i++) {
+                followedBy.computeIfAbsent(order.get(i), r -> new java.util.HashSet<>()).add(order.get(i + 1));
+            }
+        }
+        assertEquals(java.util.Map.of("as run", 2, "checked", 2, "unchecked", 2), first);
+        runs.forEach(run -> assertEquals(2, followedBy.get(run).size(), run + " followed by " + followedBy.get(run)));
     }
 
     private static JsonNode parse(byte[] value) {

@@ -1,0 +1,146 @@
+package io.iopipe.jobs.bench;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import jdk.jfr.Configuration;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedThread;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * Where a run's CPU goes, from the JDK's own sampling profiler, Flight Recorder: every
+ * 10 ms it takes the stacks of up to five threads running Java code (execution samples),
+ * and of one thread in a native call, in turn (native samples: a task's calls into
+ * RocksDB, but also a thread that waits in one, such as a network thread in epoll). So the
+ * tasks' shares are of execution samples, their native samples are counted apart, and only
+ * Flink task threads (a chain of operators each, one thread a subtask) are reported. Within
+ * the busiest task: the methods its samples were in (self) and the job's own methods they
+ * passed through (total).
+ */
+final class CpuProfile {
+    private static final String EXECUTION = "jdk.ExecutionSample";
+    private static final String NATIVE = "jdk.NativeMethodSample";
+    /** A Flink task thread: its chain of operators, then which subtask of how many, and its attempt. */
+    private static final Pattern TASK_THREAD = Pattern.compile("(.+) \\(\\d+/\\d+\\)(#\\d+)?");
+    /** The job's own classes; the libraries relocated into its jar are not. */
+    private static final String OWN = "io.iopipe.";
+    private static final String RELOCATED = "io.iopipe.shaded.";
+
+    /** A task's samples in Java code and in native calls, and per method the samples it was on top of and anywhere in. */
+    private static final class Task {
+        long samples;
+        long nativeSamples;
+        final Map<String, Long> self = new HashMap<>();
+        final Map<String, Long> total = new HashMap<>();
+    }
+
+    private final Map<String, Task> tasks = new HashMap<>();
+    private long taskSamples;
+
+    private CpuProfile() {}
+
+    /**
+     * Runs `run` under a recording written to `jfr`, and reads the samples taken between
+     * the epoch milliseconds `measured` gives after it (from, to).
+     */
+    static <T> CpuProfile recording(Path jfr, Callable<T> run, Supplier<long[]> measured) throws Exception {
+        try (Recording recording = new Recording(Configuration.getConfiguration("profile"))) {
+            recording.enable(EXECUTION).withPeriod(Duration.ofMillis(10));
+            recording.enable(NATIVE).withPeriod(Duration.ofMillis(10));
+            recording.start();
+            run.call();
+            recording.stop();
+            recording.dump(jfr);
+        }
+        long[] fromTo = measured.get();
+        return read(jfr, fromTo[0], fromTo[1]);
+    }
+
+    static CpuProfile read(Path jfr, long fromEpochMs, long toEpochMs) throws IOException {
+        CpuProfile profile = new CpuProfile();
+        for (RecordedEvent e : RecordingFile.readAllEvents(jfr)) {
+            String type = e.getEventType().getName();
+            long atMs = e.getStartTime().toEpochMilli();
+            RecordedThread thread = e.getThread("sampledThread");
+            String task = thread == null ? null : taskOf(thread.getJavaName());
+            if ((EXECUTION.equals(type) || NATIVE.equals(type)) && task != null && e.getStackTrace() != null
+                    && atMs >= fromEpochMs && atMs <= toEpochMs) {
+                profile.add(task, NATIVE.equals(type), e.getStackTrace().getFrames());
+            }
+        }
+        return profile;
+    }
+
+    /** The chain of operators a Flink task thread runs (its name without the subtask); null for any other thread. */
+    static String taskOf(String thread) {
+        Matcher m = TASK_THREAD.matcher(thread == null ? "" : thread);
+        return m.matches() ? m.group(1) : null;
+    }
+
+    private void add(String taskName, boolean inNative, List<RecordedFrame> frames) {
+        Task task = tasks.computeIfAbsent(taskName, t -> new Task());
+        if (inNative) {
+            task.nativeSamples++;
+            return;
+        }
+        task.samples++;
+        taskSamples++;
+        if (frames.isEmpty()) {
+            return;
+        }
+        task.self.merge(method(frames.get(0)), 1L, Long::sum);
+        Set<String> passed = new HashSet<>();
+        for (RecordedFrame f : frames) {
+            String m = method(f);
+            if (m.startsWith(OWN) && !m.startsWith(RELOCATED) && passed.add(m)) {
+                task.total.merge(m, 1L, Long::sum);
+            }
+        }
+    }
+
+    private static String method(RecordedFrame f) {
+        return f.getMethod().getType().getName() + "." + f.getMethod().getName();
+    }
+
+    /** Markdown: each task's share, then the busiest one's `top` methods by self and by total samples. */
+    String report(int top) {
+        if (taskSamples == 0) {
+            return "No sample of a Flink task thread in Java code: nothing to say where the CPU went.\n";
+        }
+        List<Map.Entry<String, Task>> byShare = tasks.entrySet().stream()
+                .sorted((a, b) -> Long.compare(b.getValue().samples, a.getValue().samples)).toList();
+        StringBuilder out = new StringBuilder(String.format("%,d samples of Flink task threads in Java code.%n%n"
+                + "| task (its chain of operators) | share of the samples in Java code | samples in native calls |%n"
+                + "|---|---|---|%n", taskSamples));
+        for (Map.Entry<String, Task> t : byShare) {
+            out.append(String.format("| %s | %.1f%% | %,d |%n", t.getKey().replace("|", "/"),
+                    100.0 * t.getValue().samples / taskSamples, t.getValue().nativeSamples));
+        }
+        Map.Entry<String, Task> busiest = byShare.get(0);
+        out.append(String.format("%nThe busiest task, %s:%n%n", busiest.getKey()));
+        out.append(table("method it was in (self)", busiest.getValue().self, busiest.getValue().samples, top));
+        out.append(String.format("%n"));
+        out.append(table("iopipe method it passed through (total)", busiest.getValue().total, busiest.getValue().samples, top));
+        return out.toString();
+    }
+
+    private static String table(String heading, Map<String, Long> counts, long of, int top) {
+        StringBuilder out = new StringBuilder(String.format("| %s | share of the task's samples in Java code |%n|---|---|%n",
+                heading));
+        counts.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue(), a.getValue())).limit(top)
+                .forEach(m -> out.append(String.format("| `%s` | %.1f%% |%n", m.getKey(), 100.0 * m.getValue() / of)));
+        return out.toString();
+    }
+}
