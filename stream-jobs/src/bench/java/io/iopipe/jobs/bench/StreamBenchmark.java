@@ -87,7 +87,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *
  * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
  * the fleet's ({@link TemplateFleet}), --seconds (of the fleet's records), --rounds (default
- * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000), --out
+ * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000),
+ * --recording-rounds (default 3), --out
  * (results file).
  */
 public final class StreamBenchmark {
@@ -112,6 +113,7 @@ public final class StreamBenchmark {
         int rounds = Integer.parseInt(args.get("rounds", "5"));
         TemplateFleet recordingFleet = fleet.withDisks(Integer.parseInt(args.get("recording-fleet-disks", "1000")));
         int recordedPerSecond = Integer.parseInt(args.get("recorded-per-second", "1000"));
+        int recordingRounds = Integer.parseInt(args.get("recording-rounds", "3"));
         String topic = "iopipe-bench-" + Long.toHexString(System.nanoTime());
         Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
         Path out = args.has("out") ? Path.of(args.get("out", "")) : null;
@@ -126,7 +128,7 @@ public final class StreamBenchmark {
             Produced oneRecording = produce(brokers, kafka, topic + "-recording", recordingFleet, seconds, signatures,
                     recordedPerSecond);
             report += recordingReport(recordingFleet.disks(), recordedPerSecond,
-                    measureRecording(brokers, kafka, topic, quiet, oneRecording, rounds, masterSecret));
+                    measureRecording(brokers, kafka, topic, quiet, oneRecording, recordingRounds, masterSecret));
             write(out, report);
             report += profileAsRun(brokers, kafka, topic, produced.records(), masterSecret);
             write(out, report);
