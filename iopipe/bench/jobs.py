@@ -2,9 +2,9 @@
 writes the template disks' records (iopipe.bench.write_templates, iopipe/synthetic/fleet.py's
 healthy disks), starts Kafka (the stack's image) on free ports, runs
 io.iopipe.jobs.bench.StreamBenchmark against it on a fleet made of those disks, stops Kafka.
-Results: stream-jobs/bench/RESULTS.md.
+Results: stream-jobs/bench/RESULTS.md, and where the job's CPU goes in stream-jobs/bench/PROFILE.md.
 
-    make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R])"""
+    make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R] [--profile-only])"""
 import argparse
 import subprocess
 import tempfile
@@ -34,6 +34,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=60, help="seconds of the fleet's records the readers read")
     parser.add_argument("--rounds", default="5", help="rounds of every reader; the first runs on a cold JIT")
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
+    parser.add_argument("--profile-out", default=str(JOBS / "bench/PROFILE.md"), help="where the CPU profile goes")
+    parser.add_argument("--profile-only", action="store_true", help="only profile the job as it runs (after a warm-up)")
     args = parser.parse_args()
     classpath = java_classpath()
     with tempfile.TemporaryDirectory() as scratch:
@@ -49,6 +51,7 @@ def main():
                             "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark",
                             "--brokers", ports.brokers, *fleet_options(templates, args.disks),
                             "--seconds", str(args.seconds), "--rounds", args.rounds, "--out", args.out,
+                            "--profile-out", args.profile_out, *(["--profile-only", "yes"] if args.profile_only else []),
                             "--kafka-config", str(kafka_java_config(ports.brokers))], check=True)
         finally:
             subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)

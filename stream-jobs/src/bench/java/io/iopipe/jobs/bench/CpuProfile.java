@@ -72,11 +72,13 @@ final class CpuProfile {
         CpuProfile profile = new CpuProfile();
         for (RecordedEvent e : RecordingFile.readAllEvents(jfr)) {
             String type = e.getEventType().getName();
+            if (!EXECUTION.equals(type) && !NATIVE.equals(type)) {
+                continue;
+            }
             long atMs = e.getStartTime().toEpochMilli();
             RecordedThread thread = e.getThread("sampledThread");
             String task = thread == null ? null : taskOf(thread.getJavaName());
-            if ((EXECUTION.equals(type) || NATIVE.equals(type)) && task != null && e.getStackTrace() != null
-                    && atMs >= fromEpochMs && atMs <= toEpochMs) {
+            if (task != null && e.getStackTrace() != null && atMs >= fromEpochMs && atMs <= toEpochMs) {
                 profile.add(task, NATIVE.equals(type), e.getStackTrace().getFrames());
             }
         }

@@ -88,7 +88,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
  * the fleet's ({@link TemplateFleet}), --seconds (of the fleet's records), --rounds (default
  * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000),
- * --recording-rounds (default 3), --out
+ * --recording-rounds (default 3), --profile-only yes (only the warm-up and the profile), --profile-out (its file),
+ * --out
  * (results file).
  */
 public final class StreamBenchmark {
@@ -117,12 +118,18 @@ public final class StreamBenchmark {
         String topic = "iopipe-bench-" + Long.toHexString(System.nanoTime());
         Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
         Path out = args.has("out") ? Path.of(args.get("out", "")) : null;
+        Path profileOut = args.has("profile-out") ? Path.of(args.get("profile-out", "")) : null;
         try {
             HostSignatures signatures = HostSignatures.fromFile(masterSecret);
             Produced produced = produce(brokers, kafka, topic, fleet, seconds, signatures);
             warmUp(brokers, kafka, topic, produced.records());
+            if (args.has("profile-only")) {
+                write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret));
+                return;
+            }
             Rates rates = measure(brokers, kafka, topic, produced.records(), rounds, masterSecret);
-            String report = report(fleet, seconds, produced, rates, statePerDisk(fleet));
+            String report = report(fleet, seconds, produced, rates, statePerDisk(fleet))
+                    + rerun(fleet.disks(), seconds, rounds);
             write(out, report);
             Produced quiet = produce(brokers, kafka, topic + "-quiet", recordingFleet, seconds, signatures);
             Produced oneRecording = produce(brokers, kafka, topic + "-recording", recordingFleet, seconds, signatures,
@@ -130,8 +137,7 @@ public final class StreamBenchmark {
             report += recordingReport(recordingFleet.disks(), recordedPerSecond,
                     measureRecording(brokers, kafka, topic, quiet, oneRecording, recordingRounds, masterSecret));
             write(out, report);
-            report += profileAsRun(brokers, kafka, topic, produced.records(), masterSecret);
-            write(out, report);
+            write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret));
         } finally {
             Files.deleteIfExists(masterSecret);
         }
@@ -202,8 +208,9 @@ public final class StreamBenchmark {
     }
 
     /** Where the job as it runs spends its CPU over the whole topic once more, sampled by Flight Recorder. */
-    static String profileAsRun(String brokers, KafkaClientConfig kafka, String topic, long records, Path masterSecret)
-            throws Exception {
+    static String profileAsRun(String brokers, KafkaClientConfig kafka, String topic, Produced produced, int disks,
+                               int seconds, Path masterSecret) throws Exception {
+        long records = produced.records();
         Pipeline.Config checked = new Pipeline.Config();
         checked.signingSecret = masterSecret.toString();
         Path jfr = Files.createTempFile("iopipe-bench-", ".jfr");
@@ -211,13 +218,20 @@ public final class StreamBenchmark {
             say("profiling the job as it runs");
             CpuProfile profile = CpuProfile.recording(jfr, () -> jobRate(brokers, kafka, topic, records, checked,
                     Deployment.AS_RUN), () -> new long[] {FIRST_RECORD_EPOCH_MS.get(), LAST_OUTPUT_EPOCH_MS.get()});
-            return String.join("\n", "## Where the job as it runs spends its CPU", "",
-                    "One more run of the job as it runs over the whole topic, sampled by the JDK's Flight Recorder "
+            return String.join("\n", "# Stream jobs: where the job as it runs spends its CPU", "",
+                    String.format("Measured %s by `make bench-jobs` on %d CPUs (Java %d, Flink local cluster, parallelism %d): "
+                            + "the job as it runs (RocksDB with incremental checkpoints, the Kafka sink, signatures checked; "
+                            + "see RESULTS.md) over %,d records of %,d disks over %d s, after a warm-up run of the graph alone, ",
+                            LocalDate.now(), Runtime.getRuntime().availableProcessors(), Runtime.version().feature(),
+                            PARALLELISM, records, disks, seconds)
+                            + "sampled by the JDK's Flight Recorder "
                             + "from its first record read to its last output: every 10 ms up to 5 threads running Java "
                             + "code, and one thread in a native call in turn (a task's calls into RocksDB; also a thread "
                             + "waiting in one, so those are counted apart and for the tasks only). RocksDB's own "
                             + "background threads are not sampled.", "",
-                    profile.report(15));
+                    profile.report(15),
+                    String.format("Rerun: `python3 -m iopipe.bench.jobs --disks %d --seconds %d --profile-only`, or "
+                            + "`make bench-jobs` with every part.", disks, seconds), "");
         } finally {
             Files.deleteIfExists(jfr);
         }
@@ -647,9 +661,14 @@ public final class StreamBenchmark {
                         state.mean().lastSample(), state.mean().rollups(), state.largest()),
                 "",
                 "Per core: records/s divided by the machine's CPUs; the job and Kafka share them. Goal: >= 100k records/s per core.",
-                "",
-                "Rerun: `make bench-jobs` (starts Kafka in a container), or `make bench` for every benchmark.",
                 "");
+    }
+
+    /** How to measure these figures again: the command, with the sizes this run measured. */
+    static String rerun(int disks, int seconds, int rounds) {
+        return String.format("Rerun: `python3 -m iopipe.bench.jobs --disks %d --seconds %d --rounds %d` (`make bench-jobs` runs "
+                + "its defaults; it starts Kafka in a container), or `make bench` for every benchmark. Where the job's CPU goes: "
+                + "[PROFILE.md](PROFILE.md).%n%n", disks, seconds, rounds);
     }
 
     static String recordingReport(int disks, int recordedPerSecond, Recording recording) {

@@ -162,6 +162,30 @@ class StreamBenchmarkTest {
     }
 
     @Test
+    void aProfileFindsTheTaskThatSpinsAndTheMethodItSpinsIn(@TempDir Path dir) throws Exception {
+        CpuProfile profile = CpuProfile.recording(dir.resolve("run.jfr"), () -> {
+            Thread task = new Thread(StreamBenchmarkTest::spin, "busy operator (1/1)#0");
+            task.start();
+            task.join();
+            return null;
+        }, () -> new long[] {0, Long.MAX_VALUE});
+        String report = profile.report(5);
+        assertTrue(report.contains("The busiest task, busy operator:"), report);
+        assertTrue(report.contains("`io.iopipe.jobs.bench.StreamBenchmarkTest.spin`"), report);
+    }
+
+    private static void spin() {
+        long until = System.nanoTime() + 500_000_000L;
+        double x = 0;
+        while (System.nanoTime() < until) {
+            x += Math.sqrt(x + 1);
+        }
+        if (x < 0) {
+            throw new AssertionError();
+        }
+    }
+
+    @Test
     void twoRunsSwapPlacesEveryOtherRound() {
         List<String> runs = List.of("unchecked", "checked");
         assertEquals(runs, StreamBenchmark.inRoundOrder(runs, 1));
