@@ -88,9 +88,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
  * the fleet's ({@link TemplateFleet}), --seconds (of the fleet's records), --rounds (default
  * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000),
- * --recording-rounds (default 3), --profile-only yes (only the warm-up and the profile), --profile-out (its file),
- * --out
- * (results file).
+ * --recording-rounds (default 3), --out (results file), --profile-out (the profile's file),
+ * --profile-only yes (only the warm-up and the profile).
  */
 public final class StreamBenchmark {
     static final int PARALLELISM = 2;
