@@ -112,6 +112,11 @@ final class CpuProfile {
         }
     }
 
+    /** Samples of Flink task threads in Java code. */
+    long taskSamples() {
+        return taskSamples;
+    }
+
     private static String method(RecordedFrame f) {
         return f.getMethod().getType().getName() + "." + f.getMethod().getName();
     }
