@@ -245,25 +245,26 @@ class TracedDustyDisk:
         """window start (s after the workload started) -> (reads in its histograms, what each
         of its copies held), for each window whose last copy holds fewer reads than the
         histograms of its time."""
-        in_histograms = defaultdict(int)
-        for h in self.read("io.hist.v1"):
-            if h["disk"] == self.disk and h["latency"] == "device" and h["op"] == "R":
-                in_histograms[h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9] += h["count"]
+        in_histograms = self.reads_by_window(self.read("io.hist.v1"))
         short = {start: reads for start, reads in sorted(in_histograms.items()) if windows.get(start, [0])[-1] != reads}
         copies = self.copies_of(short)
         accepted = self.accepted_reads(short)
         return {round((start - self.started_ns) / 1e9): (reads, f"{accepted[start]} accepted by the job", copies[start])
                 for start, reads in short.items()}
 
+    def reads_by_window(self, histograms):
+        """window start -> the disk's reads in these histograms (their device latency) of its time."""
+        reads = defaultdict(int)
+        for h in histograms:
+            if h["disk"] == self.disk and h["latency"] == "device" and h["op"] == "R":
+                reads[h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9] += h["count"]
+        return reads
+
     def accepted_reads(self, starts_ns):
         """window start -> the reads of the disk's histograms of its time that the job accepted
         (passed on to ClickHouse): what reached its windows operator."""
-        accepted = dict.fromkeys(starts_ns, 0)
-        for h in consume_host(self.cluster.ports.brokers, ACCEPTED_TOPICS["io.hist.v1"], self.host):
-            start = h["end_ns"] // 10**6 // (WINDOW_S * 1000) * WINDOW_S * 10**9
-            if h["disk"] == self.disk and h["latency"] == "device" and h["op"] == "R" and start in accepted:
-                accepted[start] += h["count"]
-        return accepted
+        accepted = self.reads_by_window(consume_host(self.cluster.ports.brokers, ACCEPTED_TOPICS["io.hist.v1"], self.host))
+        return {start: accepted[start] for start in starts_ns}
 
     def copies_of(self, starts_ns):
         """window start -> what each copy of the disk's 10 s window starting then held, in the

@@ -183,12 +183,18 @@ public final class StreamBenchmark {
     /** One way of running the job graph, and its rate in each round. */
     private record JobRun(String reader, Pipeline.Config config, Deployment deployment, List<Double> rates) {}
 
+    /** The live job's configuration given the master secret's file: it checks every record's signature. */
+    private static Pipeline.Config checkingSignatures(Path masterSecret) {
+        Pipeline.Config checked = new Pipeline.Config();
+        checked.signingSecret = masterSecret.toString();
+        return checked;
+    }
+
     /** Every reader over the whole topic, each round; the checked run is given the master secret's file. */
     static Rates measure(String brokers, KafkaClientConfig kafka, String topic, long records, int rounds, Path masterSecret)
             throws Exception {
         Rates rates = new Rates();
-        Pipeline.Config checked = new Pipeline.Config();
-        checked.signingSecret = masterSecret.toString();
+        Pipeline.Config checked = checkingSignatures(masterSecret);
         List<JobRun> jobRuns = List.of(new JobRun(JOB_AS_RUN, checked, Deployment.AS_RUN, rates.asRun()),
                 new JobRun(CHECKED_JOB_GRAPH, checked, Deployment.GRAPH_ALONE, rates.checked()),
                 new JobRun(JOB_GRAPH, new Pipeline.Config(), Deployment.GRAPH_ALONE, rates.job()));
@@ -210,8 +216,7 @@ public final class StreamBenchmark {
     static String profileAsRun(String brokers, KafkaClientConfig kafka, String topic, Produced produced, int disks,
                                int seconds, Path masterSecret) throws Exception {
         long records = produced.records();
-        Pipeline.Config checked = new Pipeline.Config();
-        checked.signingSecret = masterSecret.toString();
+        Pipeline.Config checked = checkingSignatures(masterSecret);
         Path jfr = Files.createTempFile("iopipe-bench-", ".jfr");
         try {
             say("profiling the job as it runs");
@@ -243,8 +248,7 @@ public final class StreamBenchmark {
     /** The job as it runs over the two topics (`topic`-quiet and `topic`-recording), each round, taking turns at going first. */
     static Recording measureRecording(String brokers, KafkaClientConfig kafka, String topic, Produced quiet,
                                       Produced oneRecording, int rounds, Path masterSecret) throws Exception {
-        Pipeline.Config checked = new Pipeline.Config();
-        checked.signingSecret = masterSecret.toString();
+        Pipeline.Config checked = checkingSignatures(masterSecret);
         Recording recording = new Recording(quiet, oneRecording, new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
                 new ArrayList<>());
         record Run(String name, String topic, long records, List<Double> rates, List<Long> checkpoints) {}

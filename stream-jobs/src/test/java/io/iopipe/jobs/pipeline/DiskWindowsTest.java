@@ -462,8 +462,13 @@ class DiskWindowsTest {
     }
 
     private void play(List<Step> steps) throws Exception {
+        play(steps, Long.MIN_VALUE);
+    }
+
+    /** The steps, none before `notBeforeMs` on the wall clock: what came meanwhile is read at once. */
+    private void play(List<Step> steps, long notBeforeMs) throws Exception {
         for (Step step : steps) {
-            harness.setProcessingTime(step.atMs());
+            harness.setProcessingTime(Math.max(step.atMs(), notBeforeMs));
             if (step.record() != null) {
                 feed(step.record());
             }
@@ -583,13 +588,18 @@ class DiskWindowsTest {
         return steps;
     }
 
-    /** Window start (s) -> reads its disk's histograms hold. */
+    /** Window start (s) -> reads its disk's histograms hold, each histogram once. */
     private static java.util.Map<Long, Long> readsInHistograms(List<Step> steps) {
         java.util.Map<Long, DiskRecord> histograms = new java.util.HashMap<>();
         steps.stream().filter(step -> step.record() != null && step.record().hist != null)
                 .forEach(step -> histograms.put(step.record().identity(), step.record()));
+        return readsByWindow(histograms.values());
+    }
+
+    /** Window start (s) -> the reads of these histograms. */
+    private static java.util.Map<Long, Long> readsByWindow(java.util.Collection<DiskRecord> histograms) {
         java.util.Map<Long, Long> reads = new java.util.TreeMap<>();
-        histograms.values().forEach(r -> reads.merge(windowStartS(r), r.hist.count, Long::sum));
+        histograms.forEach(r -> reads.merge(windowStartS(r), r.hist.count, Long::sum));
         return reads;
     }
 
@@ -628,18 +638,12 @@ class DiskWindowsTest {
             addLateReads(late);
             long restartedMs = script.get(failedAt - 1).atMs() + pauseMs;
             restoreFrom(checkpoint);
-            for (Step step : script.subList(cut, script.size())) {
-                harness.setProcessingTime(Math.max(step.atMs(), restartedMs));
-                if (step.record() != null) {
-                    feed(step.record());
-                }
-            }
+            play(script.subList(cut, script.size()), restartedMs);
             sent.addAll(harness.extractOutputValues());
             addLateReads(late);
             // The sink and the dead letters are at least once: what the failed run sent aside as late may be in a window now.
             java.util.Map<Long, Long> inWindows = lastCopies(sent);
-            java.util.Map<Long, Long> lateReads = new java.util.TreeMap<>();
-            late.values().forEach(r -> lateReads.merge(windowStartS(r), r.hist.count, Long::sum));
+            java.util.Map<Long, Long> lateReads = readsByWindow(late.values());
             java.util.Map<Long, String> wrong = new java.util.TreeMap<>();
             readsInHistograms(script).forEach((startS, reads) -> {
                 long windowed = inWindows.getOrDefault(startS, 0L);
