@@ -16,16 +16,17 @@ TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["topics"]}
 ACCEPTED_TOPICS = {t["record"]: t["name"] for t in TOPICS_JSON["accepted"]}
 
 
-def produce(brokers, records, wait=True, topics=TOPICS, headers=None):
+def produce(brokers, records, wait=True, topics=TOPICS, headers=None, value_of=None):
     """Each record to its topic in `topics` (by record schema), keyed host/disk and signed by
     its host's key as the agents send them (the job keys them the same), or with the
-    `headers(host, value)` given. Without `wait`, returns the producer with what it has not
-    delivered yet (it retries for 5 min)."""
+    `headers(host, value)` given; its message is the record's JSON, or `value_of(record)`.
+    Without `wait`, returns the producer with what it has not delivered yet (it retries for
+    5 min)."""
     producer = Producer({**kafka_client(brokers), "enable.idempotence": True, "linger.ms": 20,
                          "message.timeout.ms": 300_000})
     headers = headers or fleet_signer(brokers).headers
     for record in records:
-        value = json.dumps(record).encode()
+        value = value_of(record) if value_of else json.dumps(record).encode()
         producer.produce(topics[record["schema"]], key=f"{record['host']}/{record['disk']}", value=value,
                          headers=headers(record["host"], value))
         producer.poll(0)

@@ -206,9 +206,10 @@ def test_each_principal_does_only_its_part(pipeline):
 
 def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     """The real agent with host A's principal and key, run as itself and then claiming to
-    be host B; and a failing disk's records (S1) written for B with A's key, beside the
-    same records of an honest host signed with its own: B's are each a dead letter saying
-    why, counted, and nothing of B reaches the accepted topics or any table (windows,
+    be host B; a failing disk's records (S1) written for B with A's key, and A's own
+    records each followed in its message by B's (the whole signed by A), beside the same
+    records of an honest host signed with its own: B's are each a dead letter saying why,
+    counted, and nothing of B reaches the accepted topics or any table (windows,
     anomalies, health: no ticket), while the honest host's failing disk is found."""
     brokers, reader = pipeline.ports.brokers, pipeline.reader
     suffix = uuid.uuid4().hex[:6]
@@ -226,14 +227,20 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     s1 = scenarios.generate("S1")
     forged = scenarios.shifted_to_now([{**r, "host": victim} for r in s1])
     produce(brokers, forged, headers=signed_by_speaker)
+    smuggling = scenarios.shifted_to_now([{**r, "host": speaker} for r in s1])[:20]
+    produce(brokers, smuggling, headers=signed_by_speaker,
+            value_of=lambda own: (json.dumps(own) + json.dumps({**own, "host": victim})).encode())
     produce(brokers, scenarios.shifted_to_now([{**r, "host": honest} for r in s1]))
 
     wait_for("the speaker's own samples accepted", timeout_s=120,
              check=lambda: consume_host(brokers, ACCEPTED_TOPICS["io.diskstats.v1"], speaker))
-    refused = wait_for("a dead letter for every forged record and the agent's claims", timeout_s=180, check=lambda: (
-        letters if len(letters := dead_letters_naming(brokers, victim)) > len(forged) else None))
+    letters = wait_for("a dead letter for every forged or smuggling record and the agent's claims", timeout_s=180,
+                       check=lambda: (letters if len(letters := dead_letters_naming(brokers, victim))
+                                      > len(forged) + len(smuggling) else None))
+    refused = [letter for letter in letters if not letter["reason"].startswith("more than one JSON value")]
     assert all(letter["reason"].startswith(f"unverified host: the signature is not host {victim}'s")
                for letter in refused), refused[:3]
+    assert len(letters) - len(refused) == len(smuggling), letters[:3]
     anomalies = wait_for("the honest host's failing disk", timeout_s=300, check=lambda: reader.rows(
         f"SELECT kind FROM iopipe.anomalies FINAL WHERE host = '{honest}' AND disk = 'sdb'"))
     assert ("failing_disk",) in anomalies

@@ -1,11 +1,13 @@
 package io.iopipe.jobs.records;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -38,10 +40,17 @@ public final class Json {
             throw new DecodeException("empty record");
         }
         JsonNode node;
-        try {
-            node = MAPPER.readTree(text);
+        try (JsonParser parser = MAPPER.createParser(text)) {
+            node = MAPPER.readTree(parser);
+            if (node != null && parser.nextToken() != null) {
+                // What a message holds is passed on whole (to ClickHouse, as JSONEachRow): a
+                // second value after the checked one would be stored unchecked, naming any host.
+                throw new DecodeException("more than one JSON value: a record is exactly one JSON object");
+            }
         } catch (JsonProcessingException e) {
             throw new DecodeException("not JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {
+            throw new IllegalStateException("a string in memory always reads", e);
         }
         if (node == null || !node.isObject()) {
             throw new DecodeException("not a JSON object");

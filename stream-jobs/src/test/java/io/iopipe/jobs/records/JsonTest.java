@@ -14,4 +14,16 @@ class JsonTest {
         assertTrue(refused.getMessage().contains("host"), refused.getMessage());
         assertEquals("speaker", Json.parseObject("{\"disk\":\"sdb\",\"host\":\"speaker\"}").get("host").asText());
     }
+
+    @Test
+    void aSecondValueAfterTheRecordIsNotARecord() throws Exception {
+        String own = "{\"host\":\"speaker\",\"disk\":\"sdb\"}";
+        for (String smuggled : new String[] {own + "{\"host\":\"victim\",\"disk\":\"sdb\"}", own + "\n{\"host\":\"victim\"}",
+                own + " 1", own + "[]"}) {
+            DecodeException refused = assertThrows(DecodeException.class, () -> Json.parseObject(smuggled), smuggled);
+            assertTrue(refused.getMessage().startsWith("more than one JSON value"), refused.getMessage());
+        }
+        assertTrue(assertThrows(DecodeException.class, () -> Json.parseObject(own + " and more")).getMessage().startsWith("not JSON"));
+        assertEquals("speaker", Json.parseObject(own + " \n").get("host").asText(), "white space after it is no value");
+    }
 }
