@@ -122,6 +122,12 @@ pub fn schema_file(record: &str) -> PathBuf {
     repo_root().join(format!("schema/records/{record}.schema.json"))
 }
 
+/// The maxLength of a record's field in its schema.
+pub fn max_length(record: &str, field: &str) -> usize {
+    let schema: Json = serde_json::from_str(&std::fs::read_to_string(schema_file(record)).unwrap()).unwrap();
+    schema["properties"][field]["maxLength"].as_u64().unwrap_or_else(|| panic!("{record}.{field} has no maxLength")) as usize
+}
+
 /// Whether a record's schema has a `labels` field, where host labels go.
 pub fn has_labels(record: &str) -> bool {
     let schema: Json = serde_json::from_str(&std::fs::read_to_string(schema_file(record)).unwrap()).unwrap();

@@ -1,11 +1,13 @@
 package io.iopipe.jobs.io;
 
+import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.Topics;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
@@ -13,6 +15,7 @@ import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.metrics.Counter;
 import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -23,6 +26,11 @@ import org.apache.kafka.common.header.Header;
  * clients connect (TLS, SASL) comes from a {@link KafkaClientConfig}.
  */
 public final class KafkaIo {
+    /** The sink producer's largest request (Kafka's default, stated): the brokers take a message of this size. */
+    static final int MAX_REQUEST_BYTES = 1 << 20;
+    /** What one record may take of a request: the rest is for the batch's and the record's framing and headers. */
+    static final int MAX_RECORD_BYTES = MAX_REQUEST_BYTES - 16 * 1024;
+
     private KafkaIo() {}
 
     /**
@@ -72,6 +80,7 @@ public final class KafkaIo {
                 .setProperty("acks", "all")
                 .setProperty("enable.idempotence", "true")
                 .setProperty("compression.type", "lz4")
+                .setProperty("max.request.size", String.valueOf(MAX_REQUEST_BYTES))
                 .build();
     }
 
@@ -91,11 +100,35 @@ public final class KafkaIo {
         }
     }
 
+    /**
+     * Each record to its schema's topic. One too large to send becomes a dead letter saying
+     * so, counted in records_too_large_total: a producer that cannot send a record fails
+     * the job, which restarts on the same input and fails again, stalling every host.
+     */
     static final class RouteBySchema implements KafkaRecordSerializationSchema<OutputRecord> {
+        private transient Counter tooLarge;
+
+        @Override
+        public void open(SerializationSchema.InitializationContext context, KafkaSinkContext sinkContext) {
+            tooLarge = context.getMetricGroup().counter("records_too_large_total");
+        }
+
         @Override
         public ProducerRecord<byte[], byte[]> serialize(OutputRecord r, KafkaSinkContext ctx, Long timestamp) {
-            return new ProducerRecord<>(Topics.of(r),
-                    r.key.getBytes(StandardCharsets.UTF_8), r.json.getBytes(StandardCharsets.UTF_8));
+            ProducerRecord<byte[], byte[]> record = record(r);
+            int bytes = record.key().length + record.value().length;
+            if (bytes <= MAX_RECORD_BYTES) {
+                return record;
+            }
+            if (tooLarge != null) {
+                tooLarge.inc();
+            }
+            return record(DeadLetters.of("stream-jobs/sink", r.key, "too large to send: " + bytes + " bytes of " + r.schema
+                    + ", over the " + MAX_RECORD_BYTES + " a record may take", r.json, DeadLetters.wallClockNs()));
+        }
+
+        private static ProducerRecord<byte[], byte[]> record(OutputRecord r) {
+            return new ProducerRecord<>(Topics.of(r), r.key.getBytes(StandardCharsets.UTF_8), r.json.getBytes(StandardCharsets.UTF_8));
         }
     }
 }

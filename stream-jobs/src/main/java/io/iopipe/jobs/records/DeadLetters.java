@@ -2,10 +2,18 @@ package io.iopipe.jobs.records;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-/** Builds io.deadletter.v1 records: the rejected input, where it came from and why. */
+/**
+ * Builds io.deadletter.v1 records: the rejected input, where it came from and why. Every
+ * field is cut to its schema's bound: a reason may quote what it refused (a host, a label
+ * key), and input of any size must still make a dead letter the sink can send.
+ */
 public final class DeadLetters {
     public static final String SCHEMA = "io.deadletter.v1";
-    static final int MAX_RAW_CHARS = 4096;
+    private static final RecordSchema DEAD_LETTER = RecordSchema.of(SCHEMA);
+    static final int MAX_RAW_CHARS = DEAD_LETTER.maxLength("raw");
+    static final int MAX_REASON_CHARS = DEAD_LETTER.maxLength("reason");
+    static final int MAX_SOURCE_CHARS = DEAD_LETTER.maxLength("source");
+    static final int MAX_STAGE_CHARS = DEAD_LETTER.maxLength("stage");
 
     private DeadLetters() {}
 
@@ -15,12 +23,28 @@ public final class DeadLetters {
         ObjectNode dl = Json.object();
         dl.put("schema", SCHEMA);
         dl.put("ts_ns", nowNs);
-        dl.put("stage", stage);
-        dl.put("source", source == null || source.isEmpty() ? "unknown" : source);
-        dl.put("reason", reason);
-        dl.put("raw", truncated ? text.substring(0, MAX_RAW_CHARS) : text);
+        dl.put("stage", cut(stage, MAX_STAGE_CHARS));
+        dl.put("source", source == null || source.isEmpty() ? "unknown" : cut(source, MAX_SOURCE_CHARS));
+        dl.put("reason", cut(reason, MAX_REASON_CHARS));
+        dl.put("raw", truncated ? prefix(text, MAX_RAW_CHARS) : text);
         dl.put("raw_truncated", truncated);
         return new OutputRecord(SCHEMA, dl.get("source").asText(), Json.write(dl));
+    }
+
+    /** At most `max` characters of `text`, a cut one ending in "…". */
+    static String cut(String text, int max) {
+        return text.length() <= max ? text : prefix(text, max - 1) + "…";
+    }
+
+    /**
+     * The first `max` characters of `text` or fewer, never half a surrogate pair, which
+     * would not encode. (JSON Schema counts code points, Java UTF-16 units: within the
+     * units is within the points.)
+     */
+    private static String prefix(String text, int max) {
+        int end = Math.min(max, text.length());
+        return end > 0 && end < text.length() && Character.isHighSurrogate(text.charAt(end - 1))
+                ? text.substring(0, end - 1) : text.substring(0, end);
     }
 
     public static long wallClockNs() {

@@ -2,6 +2,7 @@ package io.iopipe.jobs.pipeline;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -22,6 +23,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.CloseableIterator;
@@ -125,6 +127,52 @@ class AcceptedRecordsTest {
         assertEquals(signedByOwnHost, accepted, "every record signed by its own host, and only those");
         int perKind = signedByOwnHost.size();
         assertEquals(Map.of("forged", perKind, "unsigned", perKind, "smuggling", perKind), refusedAs);
+    }
+
+    /**
+     * Every shared example, the invalid ones inflated to a megabyte in the field at fault
+     * (or the host, where that field holds no text), the valid ones in a label key where
+     * they have labels, else in the host; read as they are and with the master secret (none
+     * is signed): whatever the reasons quote, each dead letter keeps within its schema's
+     * bounds, and no output but the input passed on is larger than a few kilobytes.
+     */
+    @Test
+    void noInputMakesADeadLetterBeyondItsBounds(@TempDir Path dir) throws Exception {
+        String megabyte = "x".repeat(1 << 20);
+        List<RawRecord> input = new ArrayList<>();
+        for (String schema : AGENT_RECORDS) {
+            for (JsonNode invalid : SchemaFiles.invalidExamples(schema)) {
+                ObjectNode record = (ObjectNode) invalid.get("record").deepCopy();
+                String field = invalid.get("field").asText().split("[./]")[0];
+                record.put(record.path(field).isTextual() ? field : "host", megabyte);
+                input.add(new RawRecord("inflated " + schema + ": " + invalid.get("why").asText(), record.toString()));
+            }
+            for (JsonNode valid : SchemaFiles.validExamples(schema)) {
+                ObjectNode record = (ObjectNode) valid.deepCopy();
+                if (record.path("labels").isObject()) {
+                    ((ObjectNode) record.get("labels")).put(megabyte, "r1");
+                } else {
+                    record.put("host", megabyte);
+                }
+                input.add(new RawRecord("inflated " + schema, record.toString()));
+            }
+        }
+        Path secretFile = dir.resolve("signing.secret");
+        Files.writeString(secretFile, "3c".repeat(32) + "\n");
+        Pipeline.Config signed = new Pipeline.Config();
+        signed.signingSecret = secretFile.toString();
+
+        for (Pipeline.Config config : List.of(new Pipeline.Config(), signed)) {
+            long letters = 0;
+            for (OutputRecord r : run(input, config)) {
+                assertTrue(r.acceptedInput || r.key.length() + r.json.length() <= 8 * 1024, r.schema + " of " + r.json.length());
+                if (DeadLetters.SCHEMA.equals(r.schema)) {
+                    assertEquals(Set.of(), SchemaFiles.violations(DeadLetters.SCHEMA, r.json), r.json.substring(0, 300));
+                    letters++;
+                }
+            }
+            assertEquals(input.size(), letters, "each inflated example a dead letter");
+        }
     }
 
     private static byte[] bytes(String text) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iopipe.jobs.testing.SchemaFiles;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Set;
 import java.util.regex.Pattern;
@@ -214,5 +215,12 @@ class RecordDecoderTest {
         OutputRecord dl = DeadLetters.of("stage", "file:3", "reason", longRaw, NOW_NS);
         assertEquals(Set.of(), SchemaFiles.violations("io.deadletter.v1", dl.json));
         assertTrue(dl.json.contains("\"raw_truncated\":true"));
+        // A reason quoting a host of a megabyte, cut in a surrogate pair's middle: within every bound, and it encodes.
+        String emoji = "\uD83D\uDCBE".repeat(1 << 19);
+        OutputRecord quoting = DeadLetters.of(emoji, emoji, "unverified host: " + emoji, emoji, NOW_NS);
+        assertEquals(Set.of(), SchemaFiles.violations("io.deadletter.v1", quoting.json));
+        assertTrue(quoting.json.length() < 8 * 1024, "of " + quoting.json.length());
+        assertEquals(quoting.json, new String(quoting.json.getBytes(StandardCharsets.UTF_8), StandardCharsets.UTF_8),
+                "no half pair, which UTF-8 cannot encode");
     }
 }
