@@ -19,6 +19,7 @@ from iopipe.flink_rest import flink_config
 from iopipe.kafka_access import (AGENT_PRODUCER_BYTE_RATE, CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess,
                                  agent_principal, read_properties)
 from iopipe.migrate import ClickHouseError
+from iopipe.paths import REPO
 from iopipe.ports import Ports
 from iopipe.readiness import http_json, wait_for
 from iopipe.stack_kafka import agent_access, kafka_access, kafka_client
@@ -251,6 +252,35 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     # Flink's REST API serves metrics as its fetcher last read them, every 10 s.
     wait_for("the refused records counted", timeout_s=60,
              check=lambda: _job_counter(pipeline, "records_unverified_host_total") >= len(refused))
+
+
+def test_one_huge_record_stops_nothing(pipeline):
+    """One unsigned record naming a host of 5 MB, which lz4 brings under the brokers' message
+    size: its dead letter (the reason quotes the host) is a few kilobytes, the job goes on
+    without a restart, and the records after it are read. (Its dead letter was once larger
+    than the sink may send: the job restarted on it for ever, every host held up.)"""
+    brokers = pipeline.ports.brokers
+    restarts = _job_metric(pipeline, "numRestarts")
+    marker = f"huge-{uuid.uuid4().hex[:6]}"
+    record = {**json.loads((REPO / "schema/examples/io.hist.v1.valid.ndjson").read_text().splitlines()[0]),
+              "host": marker + "h" * 5_000_000}
+    producer = Producer({**kafka_client(brokers), "compression.type": "lz4", "message.max.bytes": 16_000_000})
+    producer.produce(TOPICS["io.hist.v1"], key=f"{marker}/sdb".encode(), value=json.dumps(record).encode())
+    assert producer.flush(60) == 0, "the brokers take it compressed"
+    after = f"after-{marker}"
+    produce(brokers, scenarios.shifted_to_now([{**r, "host": after} for r in scenarios.generate("S1")[:20]]))
+
+    letters = wait_for("the huge record's dead letter", timeout_s=180, check=lambda: dead_letters_naming(brokers, marker))
+    assert len(json.dumps(letters[0])) < 8 * 1024, len(json.dumps(letters[0]))
+    wait_for("the records after it read", timeout_s=120,
+             check=lambda: consume_host(brokers, ACCEPTED_TOPICS["io.diskstats.v1"], after))
+    assert _job_metric(pipeline, "numRestarts") == restarts
+
+
+def _job_metric(pipeline, name):
+    """A job-level metric of the live job (Flink's REST API)."""
+    metrics = http_json(f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}/metrics?get={name}")
+    return int(float(metrics[0]["value"]))
 
 
 def _job_counter(pipeline, name):
