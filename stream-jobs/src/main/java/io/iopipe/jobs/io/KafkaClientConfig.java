@@ -38,7 +38,7 @@ public final class KafkaClientConfig {
             "auto.offset.reset", "enable.auto.commit", "commit.offsets.on.checkpoint",
             "partition.discovery.interval.ms",
             "acks", "enable.idempotence", "transactional.id", "transaction.timeout.ms",
-            "compression.type", "linger.ms", "batch.size");
+            "compression.type", "linger.ms", "batch.size", "max.request.size");
 
     private final Path path;
     private final Properties settings;
