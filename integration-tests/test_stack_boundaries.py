@@ -19,7 +19,7 @@ from iopipe.flink_rest import flink_config
 from iopipe.kafka_access import (AGENT_PRODUCER_BYTE_RATE, CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess,
                                  agent_principal, read_properties)
 from iopipe.migrate import ClickHouseError
-from iopipe.paths import REPO
+from iopipe.paths import SCHEMA
 from iopipe.ports import Ports
 from iopipe.readiness import http_json, wait_for
 from iopipe.stack_kafka import agent_access, kafka_access, kafka_client
@@ -262,7 +262,7 @@ def test_one_huge_record_stops_nothing(pipeline):
     brokers = pipeline.ports.brokers
     restarts = _job_metric(pipeline, "numRestarts")
     marker = f"huge-{uuid.uuid4().hex[:6]}"
-    record = {**json.loads((REPO / "schema/examples/io.hist.v1.valid.ndjson").read_text().splitlines()[0]),
+    record = {**json.loads((SCHEMA / "examples/io.hist.v1.valid.ndjson").read_text().splitlines()[0]),
               "host": marker + "h" * 5_000_000}
     producer = Producer({**kafka_client(brokers), "compression.type": "lz4", "message.max.bytes": 16_000_000})
     producer.produce(TOPICS["io.hist.v1"], key=f"{marker}/sdb".encode(), value=json.dumps(record).encode())

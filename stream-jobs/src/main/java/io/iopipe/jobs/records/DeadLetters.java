@@ -26,7 +26,7 @@ public final class DeadLetters {
         dl.put("stage", cut(stage, MAX_STAGE_CHARS));
         dl.put("source", source == null || source.isEmpty() ? "unknown" : cut(source, MAX_SOURCE_CHARS));
         dl.put("reason", cut(reason, MAX_REASON_CHARS));
-        dl.put("raw", truncated ? prefix(text, MAX_RAW_CHARS) : text);
+        dl.put("raw", prefix(text, MAX_RAW_CHARS));
         dl.put("raw_truncated", truncated);
         return new OutputRecord(SCHEMA, dl.get("source").asText(), Json.write(dl));
     }
