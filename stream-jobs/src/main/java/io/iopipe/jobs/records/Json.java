@@ -147,12 +147,22 @@ public final class Json {
         return value.longValue();
     }
 
+    /** A finite number: JSON's 1e400 reads as infinity, which no figure of a disk is. */
     public static double number(JsonNode record, String field) throws DecodeException {
         JsonNode value = present(record, field);
-        if (!value.isNumber()) {
-            throw new DecodeException(field + " must be a number, got " + abbreviate(value.toString()));
+        if (!value.isNumber() || !Double.isFinite(value.doubleValue())) {
+            throw new DecodeException(field + " must be a finite number, got " + abbreviate(value.toString()));
         }
         return value.doubleValue();
+    }
+
+    /** A number within the range its schema states. */
+    public static double number(JsonNode record, String field, RecordSchema.Range range) throws DecodeException {
+        double value = number(record, field);
+        if (!range.holds(value)) {
+            throw new DecodeException(field + " must be " + range + ", got " + abbreviate(record.get(field).toString()));
+        }
+        return value;
     }
 
     /** An array of at most maxItems counters. */

@@ -12,6 +12,8 @@ public final class RecordDecoder {
     private static final RecordSchema DISKSTATS = RecordSchema.of(DiskstatsSample.SCHEMA);
     private static final RecordSchema HIST = RecordSchema.of(HistRecord.SCHEMA);
     private static final RecordSchema EVENT = RecordSchema.of(IoEvent.SCHEMA);
+    /** 1 / the chance of sampling: at least 1, and at most the kernel's 32-bit count. */
+    private static final RecordSchema.Range SAMPLE_WEIGHT = EVENT.range("sample_weight");
 
     /** Timestamps before 2001-09-09 (10^18 ns) are seconds or milliseconds mistaken for nanoseconds. */
     static final long EARLIEST_PLAUSIBLE_NS = DISKSTATS.minimum("ts_ns");
@@ -200,10 +202,7 @@ public final class RecordDecoder {
         e.comm = Json.textUpTo(n, "comm", EVENT.maxLength("comm"));
         e.pid = Json.counter(n, "pid");
         e.sampleReason = Json.oneOf(n, "sample_reason", SAMPLE_REASONS);
-        e.sampleWeight = Json.number(n, "sample_weight");
-        if (!(e.sampleWeight >= 1) || Double.isInfinite(e.sampleWeight)) {
-            throw new DecodeException("sample_weight must be a finite number of at least 1, got " + e.sampleWeight);
-        }
+        e.sampleWeight = Json.number(n, "sample_weight", SAMPLE_WEIGHT);
         return e;
     }
 

@@ -1,13 +1,17 @@
 package io.iopipe.jobs.records;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -68,6 +72,91 @@ public final class RecordSchema {
     /** The longest string an object field holds under any of its names. */
     public int maxValueLength(String field) {
         return stated(stated(field(field), "additionalProperties"), "maxLength").intValue();
+    }
+
+    /** The bounds a number field keeps, as its schema states them (through a $ref, and beside it). */
+    public Range range(String field) {
+        return Range.of(resolved(stated(stated(schema, "properties"), field)));
+    }
+
+    /**
+     * The first number in the record, at any depth, that is not finite or is out of the
+     * range its schema states (a number the schema does not name need only be finite),
+     * said with its dotted path; empty when every number holds.
+     */
+    public Optional<String> figureOutOfRange(JsonNode record) {
+        return figureOutOfRange(record, schema, "");
+    }
+
+    private Optional<String> figureOutOfRange(JsonNode value, JsonNode spec, String path) {
+        JsonNode bounds = spec == null ? Json.object() : resolved(spec);
+        if (value.isNumber()) {
+            Range range = Range.of(bounds);
+            return range.holds(value.doubleValue()) ? Optional.empty()
+                    : Optional.of(path + " must be " + range + ", got " + value);
+        }
+        for (Map.Entry<String, JsonNode> child : value.properties()) {
+            JsonNode childSpec = bounds.path("properties").get(child.getKey());
+            if (childSpec == null && bounds.path("additionalProperties").isObject()) {
+                childSpec = bounds.get("additionalProperties");
+            }
+            Optional<String> out = figureOutOfRange(child.getValue(), childSpec, dotted(path, child.getKey()));
+            if (out.isPresent()) {
+                return out;
+            }
+        }
+        for (int i = 0; value.isArray() && i < value.size(); i++) {
+            Optional<String> out = figureOutOfRange(value.get(i), bounds.get("items"), path + "[" + i + "]");
+            if (out.isPresent()) {
+                return out;
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static String dotted(String path, String name) {
+        return path.isEmpty() ? name : path + "." + name;
+    }
+
+    /** A field's schema with what its $ref leads to, the field's own keywords winning. */
+    private JsonNode resolved(JsonNode spec) {
+        if (!spec.has("$ref")) {
+            return spec;
+        }
+        JsonNode target = root.at(spec.get("$ref").asText().substring(1));
+        if (target.isMissingNode()) {
+            throw new IllegalStateException(name + " refers to " + spec.get("$ref") + ", which it does not define");
+        }
+        ObjectNode merged = resolved(target).deepCopy();
+        spec.properties().forEach(keyword -> merged.set(keyword.getKey(), keyword.getValue()));
+        merged.remove("$ref");
+        return merged;
+    }
+
+    /** Where a number may lie: finite always, and within what its schema states. */
+    public record Range(double minimum, boolean minimumExcluded, double maximum) {
+        static Range of(JsonNode spec) {
+            boolean excluded = spec.has("exclusiveMinimum");
+            double minimum = excluded ? spec.get("exclusiveMinimum").doubleValue()
+                    : spec.path("minimum").asDouble(-Double.MAX_VALUE);
+            return new Range(minimum, excluded, spec.path("maximum").asDouble(Double.MAX_VALUE));
+        }
+
+        public boolean holds(double value) {
+            return Double.isFinite(value) && (minimumExcluded ? value > minimum : value >= minimum) && value <= maximum;
+        }
+
+        @Override
+        public String toString() {
+            String low = minimum == -Double.MAX_VALUE ? "" : (minimumExcluded ? "above " : "at least ") + plain(minimum);
+            String high = maximum == Double.MAX_VALUE ? "" : "at most " + plain(maximum);
+            return "a finite number" + (low.isEmpty() && high.isEmpty() ? "" : " ")
+                    + String.join(" and ", List.of(low, high).stream().filter(b -> !b.isEmpty()).toList());
+        }
+
+        private static String plain(double bound) {
+            return BigDecimal.valueOf(bound).stripTrailingZeros().toPlainString();
+        }
     }
 
     /** The values a field may take (its enum), in the schema's order. */

@@ -9,7 +9,9 @@ import java.util.Set;
  * io.window.v1 records as input (a window file replayed, fleet telemetry converted): the
  * throughput and mean latency of each disk-wide window, for comparing drives with their
  * peers. It refuses what schema/records/io.window.v1.schema.json refuses in the fields it
- * reads, and any figure below zero; the shared invalid examples exercise every rule.
+ * reads, every figure at any depth beyond the range the schema states it (none negative,
+ * none infinite), and a window whose span is not its stated length; the shared invalid
+ * examples exercise every rule.
  */
 public final class WindowDecoder {
     public static final String SCHEMA = "io.window.v1";
@@ -22,6 +24,7 @@ public final class WindowDecoder {
     /** The ops whose completions iostat's await and throughput count: flushes move no data. */
     private static final String[] DATA_OPS = {"read", "write", "discard"};
     private static final String[] COMPLETED = {"reads_completed", "writes_completed", "discards_completed"};
+    private static final long NS_PER_S = 1_000_000_000L;
 
     private WindowDecoder() {}
 
@@ -43,7 +46,15 @@ public final class WindowDecoder {
         if (!(Json.number(n, "interval_s") > 0)) {
             throw new DecodeException("interval_s must be greater than 0: the span the window's rates are over");
         }
-        noFigureBelowZero(n);
+        Optional<String> outOfRange = WINDOW.figureOutOfRange(n);
+        if (outOfRange.isPresent()) {
+            throw new DecodeException(outOfRange.get());
+        }
+        long lengthNs = Json.counter(n, "window_s") * NS_PER_S;
+        if (endNs - startNs != lengthNs) {
+            throw new DecodeException("window_s is " + n.get("window_s") + " but the window spans "
+                    + (endNs - startNs) + " ns from window_start_ns to window_end_ns: a window is as long as it says");
+        }
         boolean telemetry = n.has("metrics") && THROUGHPUT_LATENCY.equals(Json.oneOf(n, "metrics", METRICS));
         if (telemetry) {
             if (!"all".equals(op)) {
@@ -79,15 +90,6 @@ public final class WindowDecoder {
     private static void atLeastOne(JsonNode n, String field) throws DecodeException {
         if (Json.counter(n, field) < 1) {
             throw new DecodeException(field + " must be at least 1");
-        }
-    }
-
-    /** Every figure of a window is a count, a rate, a time or a share: none is negative. */
-    private static void noFigureBelowZero(JsonNode n) throws DecodeException {
-        for (Map.Entry<String, JsonNode> f : n.properties()) {
-            if (f.getValue().isNumber() && !(f.getValue().doubleValue() >= 0)) {
-                throw new DecodeException(f.getKey() + " must not be negative, got " + f.getValue());
-            }
         }
     }
 

@@ -26,4 +26,24 @@ class JsonTest {
         assertTrue(assertThrows(DecodeException.class, () -> Json.parseObject(own + " and more")).getMessage().startsWith("not JSON"));
         assertEquals("speaker", Json.parseObject(own + " \n").get("host").asText(), "white space after it is no value");
     }
+
+    @Test
+    void aNumberBeyondWhatADoubleHoldsIsNoFigure() throws Exception {
+        for (String huge : new String[] {"1e400", "-1e400", "1" + "0".repeat(400) + ".5"}) {
+            DecodeException refused = assertThrows(DecodeException.class,
+                    () -> Json.number(Json.parseObject("{\"rate\":" + huge + "}"), "rate"), huge);
+            assertTrue(refused.getMessage().startsWith("rate must be a finite number"), refused.getMessage());
+        }
+        assertEquals(1.7976931348623157e308, Json.number(Json.parseObject("{\"rate\":1.7976931348623157e308}"), "rate"));
+    }
+
+    @Test
+    void aNumberOutOfItsSchemasRangeIsRefusedNamingTheRange() throws Exception {
+        RecordSchema.Range weight = RecordSchema.of(IoEvent.SCHEMA).range("sample_weight");
+        assertEquals(4294967295.0, Json.number(Json.parseObject("{\"sample_weight\":4294967295}"), "sample_weight", weight));
+        DecodeException refused = assertThrows(DecodeException.class,
+                () -> Json.number(Json.parseObject("{\"sample_weight\":4294967296}"), "sample_weight", weight));
+        assertEquals("sample_weight must be a finite number at least 1 and at most 4294967295, got 4294967296",
+                refused.getMessage());
+    }
 }
