@@ -81,6 +81,8 @@ def test_no_service_runs_as_root_or_privileged(pipeline):
                                                 capture_output=True, text=True, check=True).stdout)
         assert not host_config["Privileged"], f"{service} is privileged"
         assert not host_config["CapAdd"], f"{service} was given capabilities {host_config['CapAdd']}"
+        assert host_config["CapDrop"] == ["ALL"], f"{service} keeps capabilities: it drops only {host_config['CapDrop']}"
+        assert "no-new-privileges:true" in (host_config["SecurityOpt"] or []), f"{service} may gain privileges"
 
 
 def test_clickhouse_users_come_only_from_their_networks():
@@ -252,6 +254,8 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     # Flink's REST API serves metrics as its fetcher last read them, every 10 s.
     wait_for("the refused records counted", timeout_s=60,
              check=lambda: _job_counter(pipeline, "records_unverified_host_total") >= len(refused))
+    # The job given the master secret says, in its metrics, that no record is taken unsigned.
+    assert _job_metric_sums(pipeline, "unsigned_ingestion") == [0]
 
 
 def test_one_huge_record_stops_nothing(pipeline):
@@ -285,11 +289,16 @@ def _job_metric(pipeline, name):
 
 def _job_counter(pipeline, name):
     """A counter of the live job, summed over every operator and subtask that has it."""
+    return sum(_job_metric_sums(pipeline, name))
+
+
+def _job_metric_sums(pipeline, name):
+    """A metric of the live job's operators, per operator that has it, summed over its subtasks."""
     job = http_json(f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}")
-    total = 0
+    sums = []
     for vertex in job["vertices"]:
         url = f"{pipeline.ports.flink_url}/jobs/{pipeline.job_id}/vertices/{vertex['id']}/subtasks/metrics"
         ids = [m["id"] for m in http_json(url) if m["id"].endswith(name)]
         if ids:
-            total += sum(int(float(m["sum"])) for m in http_json(f"{url}?get={','.join(ids)}"))
-    return total
+            sums.append(sum(int(float(m["sum"])) for m in http_json(f"{url}?get={','.join(ids)}")))
+    return sums

@@ -26,6 +26,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordin
 CLICKHOUSE_CLUSTER = "iopipe"  # the replicas' <remote_servers> name (infra/clickhouse/start-clickhouse.sh)
 CLICKHOUSE_REPLICAS = (1, 2)  # compose.cluster.yaml's clickhouse-1 and clickhouse-2
 SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
+# Every image runs as its own user, which needs no capability and may gain none (compose's
+# x-service says the same for the stack and the cluster).
+CONFINED = ("--cap-drop", "ALL", "--security-opt", "no-new-privileges:true")
 
 
 def kafka_cluster_id():
@@ -98,8 +102,13 @@ def start_container(image, ports, users=None, prefix="iopipe-bench"):
     env = {**ports.env(), **(users.env() if users else {})}
     mount = kafka_access(ports.brokers).mounts().get(kind)
     volumes = ["-v", f"{mount}:{KAFKA_MOUNT}:ro"] if mount and mount.exists() else []
-    run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host", *volumes,
-         *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")), image], stdout=subprocess.DEVNULL)
+    # The passwords go in a file only this user reads, which docker reads as it starts the
+    # container: on the command line (-e) any user of the machine would see them in `ps`.
+    with tempfile.NamedTemporaryFile("w", prefix="iopipe-env-") as env_file:
+        env_file.write("".join(f"{key}={value}\n" for key, value in env.items()))
+        env_file.flush()
+        run(["docker", "run", "-d", "--rm", "--name", name, "--network", "host", *CONFINED, *volumes,
+             "--env-file", env_file.name, image], stdout=subprocess.DEVNULL)
     return name
 
 

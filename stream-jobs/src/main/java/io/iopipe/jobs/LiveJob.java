@@ -29,11 +29,13 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * --disk-idleness (ISO-8601, default {@link Pipeline.Config#diskIdleness}): how long a disk
  * is silent before its open windows close; --health-recovery (ISO-8601, default
  * {@link Pipeline.Config#healthRecovery}): how long a disk is quiet before its health steps
- * down a level, so a failing disk's ticket resolves after twice that; --signing-secret PATH
- * (default none: records are taken unsigned): the file of the fleet's master secret, with
- * which every record must carry its host's signature ({@link HostSignatures}); checked where
- * the job is submitted and read again where it runs, so the file must be at that path in
- * the cluster's containers too, and the secret never travels in the job graph.
+ * down a level, so a failing disk's ticket resolves after twice that; --signing-secret PATH:
+ * the file of the fleet's master secret, with which every record must carry its host's
+ * signature ({@link HostSignatures}); checked where the job is submitted and read again
+ * where it runs, so the file must be at that path in the cluster's containers too, and the
+ * secret never travels in the job graph. Without it the job starts only with --unsigned yes,
+ * which takes records as their producers name their hosts, and says so in its log and in
+ * its unsigned_ingestion metric.
  *
  * <p>Where state is kept and checkpointed, and how failed tasks restart, is the cluster's
  * configuration (infra/flink/start-flink.sh), so the same jar runs anywhere. Every operator
@@ -41,6 +43,10 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * into the next.
  */
 public final class LiveJob {
+    /** The option that takes records without their hosts' signatures: never the default. */
+    static final String UNSIGNED = "unsigned";
+    static final String UNSIGNED_YES = "yes";
+
     private LiveJob() {}
 
     public static void main(String[] argv) throws Exception {
@@ -59,15 +65,36 @@ public final class LiveJob {
         if (args.has("health-recovery")) {
             config.healthRecovery = duration(args.get("health-recovery", null), "--health-recovery");
         }
-        if (args.has(HostSignatures.OPTION)) {
-            String file = args.get(HostSignatures.OPTION, null);
-            HostSignatures.fromFile(Path.of(file));  // a bad file is named now, not by each task
-            config.signingSecret = file;
-        } else {
-            System.err.println("iopipe live: no --" + HostSignatures.OPTION + ": records are taken unsigned, so any producer"
-                    + " may speak for any host; give the job the fleet's master secret (schema/signing.json)");
-        }
+        config.signingSecret = signingSecret(args);
         return config;
+    }
+
+    /**
+     * The master secret's file, or null where the command line says, in so many words, to
+     * take records unsigned: a job started without either would let any producer speak for
+     * any host, and nobody would have chosen that.
+     */
+    private static String signingSecret(Args args) {
+        boolean unsigned = args.has(UNSIGNED);
+        if (unsigned && !UNSIGNED_YES.equals(args.get(UNSIGNED, null))) {
+            throw new IllegalArgumentException("--" + UNSIGNED + " " + args.get(UNSIGNED, null) + ": the only value is "
+                    + UNSIGNED_YES);
+        }
+        if (args.has(HostSignatures.OPTION) == unsigned) {
+            throw new IllegalArgumentException((unsigned ? "both --" + HostSignatures.OPTION + " and --" + UNSIGNED
+                    : "neither --" + HostSignatures.OPTION + " nor --" + UNSIGNED) + ": give --" + HostSignatures.OPTION
+                    + " FILE, the fleet's master secret (schema/signing.json), with which every record must carry its "
+                    + "host's signature; or, on a stack nobody else can write to, --" + UNSIGNED + " " + UNSIGNED_YES
+                    + " to take records as their producers name their hosts");
+        }
+        if (unsigned) {
+            System.err.println("iopipe live: --" + UNSIGNED + " " + UNSIGNED_YES + ": records are taken unsigned, so any "
+                    + "producer may speak for any host (the job's unsigned_ingestion metric is 1)");
+            return null;
+        }
+        String file = args.get(HostSignatures.OPTION, null);
+        HostSignatures.fromFile(Path.of(file));  // a bad file is named now, not by each task
+        return file;
     }
 
     private static Duration duration(String text, String option) {

@@ -80,21 +80,41 @@ class LiveJobTest {
     }
 
     @Test
+    void recordsAreTakenUnsignedOnlyWhenTheCommandLineSaysSo() {
+        for (String[] argv : List.of(new String[0], new String[] {"--signing-secret", "/s", "--unsigned", "yes"},
+                new String[] {"--unsigned", "true"})) {
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                    () -> LiveJob.config(new Args(argv)), String.join(" ", argv));
+            assertTrue(refused.getMessage().contains("--unsigned"), refused.getMessage());
+        }
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LiveJob.config(new Args(new String[0])))
+                .getMessage().contains("give --signing-secret FILE"));
+        assertEquals(null, unsigned().signingSecret);
+    }
+
+    /** The job's options that take records unsigned, as a test of another option gives them. */
+    private static Pipeline.Config unsigned(String... more) {
+        List<String> argv = new ArrayList<>(List.of("--unsigned", "yes"));
+        argv.addAll(List.of(more));
+        return LiveJob.config(new Args(argv.toArray(String[]::new)));
+    }
+
+    @Test
     void theDiskIdlenessIsAnOptionAndABadOneSaysWhatItTakes() {
-        assertEquals(Duration.ofSeconds(20), LiveJob.config(new Args(new String[] {"--disk-idleness", "PT20S"})).diskIdleness);
-        assertEquals(new Pipeline.Config().diskIdleness, LiveJob.config(new Args(new String[0])).diskIdleness);
+        assertEquals(Duration.ofSeconds(20), unsigned("--disk-idleness", "PT20S").diskIdleness);
+        assertEquals(new Pipeline.Config().diskIdleness, unsigned().diskIdleness);
         for (String bad : List.of("20", "PT0S", "-PT1M")) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> LiveJob.config(new Args(new String[] {"--disk-idleness", bad})));
+                    () -> unsigned("--disk-idleness", bad));
             assertTrue(e.getMessage().contains("such as PT30S"), e.getMessage());
         }
     }
 
     @Test
     void theHealthRecoveryTimeIsAnOption() {
-        assertEquals(Duration.ofMinutes(1), LiveJob.config(new Args(new String[] {"--health-recovery", "PT1M"})).healthRecovery);
-        assertEquals(PipelineTimings.HEALTH_RECOVERY, LiveJob.config(new Args(new String[0])).healthRecovery);
-        assertThrows(IllegalArgumentException.class, () -> LiveJob.config(new Args(new String[] {"--health-recovery", "PT0S"})));
+        assertEquals(Duration.ofMinutes(1), unsigned("--health-recovery", "PT1M").healthRecovery);
+        assertEquals(PipelineTimings.HEALTH_RECOVERY, unsigned().healthRecovery);
+        assertThrows(IllegalArgumentException.class, () -> unsigned("--health-recovery", "PT0S"));
     }
 
     private static Set<Transformation<?>> reachable(List<Transformation<?>> sinks) {

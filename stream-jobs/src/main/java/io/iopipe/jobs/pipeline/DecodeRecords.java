@@ -16,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Gauge;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -33,6 +34,8 @@ import org.apache.flink.util.Collector;
  */
 public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/decode";
+    /** The gauge that is 1 while records are taken without their hosts' signatures. */
+    public static final String UNSIGNED_INGESTION = "unsigned_ingestion";
     private final String signingSecret;
     private transient HostSignatures signatures;
     private transient Counter decoded;
@@ -52,6 +55,9 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         deadLettered = getRuntimeContext().getMetricGroup().counter("records_dead_lettered_total");
         unverified = getRuntimeContext().getMetricGroup().counter("records_unverified_host_total");
         passedOver = getRuntimeContext().getMetricGroup().counter("records_not_consumed_total");
+        // 1 where any producer may speak for any host: a dashboard shows it beside the job's health.
+        int unsigned = signatures == null ? 1 : 0;
+        getRuntimeContext().getMetricGroup().gauge(UNSIGNED_INGESTION, (Gauge<Integer>) () -> unsigned);
     }
 
     @Override
