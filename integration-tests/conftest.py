@@ -76,7 +76,8 @@ def services(names, env=None):
     try:
         for service in names:
             image, command = SERVICES[service]
-            container = DockerContainer(image).with_name(f"iopipe-test-{service}-{suffix}").with_kwargs(network_mode="host")
+            container = DockerContainer(image).with_name(f"iopipe-test-{service}-{suffix}").with_kwargs(
+                network_mode="host", cap_drop=list(stack.CAP_DROP), security_opt=list(stack.SECURITY_OPT))
             container.with_volume_mapping(str(kafka_dirs[service.split("-")[0]]), KAFKA_MOUNT, "ro")
             for key, value in {**ports.env(), **users.env(), **(env or {})}.items():
                 container.with_env(key, value)

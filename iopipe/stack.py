@@ -51,9 +51,13 @@ CLUSTER_SERVICES = ("zookeeper", "kafka-1", "kafka-2", "kafka-3",  # the coordin
 CLICKHOUSE_CLUSTER = "iopipe"  # the replicas' <remote_servers> name (infra/clickhouse/start-clickhouse.sh)
 CLICKHOUSE_REPLICAS = (1, 2)  # compose.cluster.yaml's clickhouse-1 and clickhouse-2
 SERVICES = ("kafka", "flink-jobmanager", "flink-taskmanager", "clickhouse")
-# Every image runs as its own user, which needs no capability and may gain none (compose's
-# x-service says the same for the stack and the cluster).
-CONFINED = ("--cap-drop", "ALL", "--security-opt", "no-new-privileges:true")
+# Every image runs as its own user, which needs no capability and may gain none: each
+# container drops these and takes these security options (compose's x-service says the
+# same for the stack and the cluster, infra/tests/test_bench_containers.py holds it to it).
+CAP_DROP = ("ALL",)
+SECURITY_OPT = ("no-new-privileges:true",)
+CONFINED = (*(arg for cap in CAP_DROP for arg in ("--cap-drop", cap)),
+            *(arg for opt in SECURITY_OPT for arg in ("--security-opt", opt)))
 
 
 def kafka_cluster_id():

@@ -1,9 +1,14 @@
 """The containers the benchmarks start themselves (iopipe/stack.py's start_container),
 as they are started: what their command line shows every user of the machine, and what
-they may do. The stack and the cluster are compose's (integration-tests check those)."""
+they may do; and compose's stack and cluster, which must confine theirs alike (the stack
+tier checks its running containers, the cluster tier runs compose.cluster.yaml)."""
 from pathlib import Path
 
+import pytest
+import yaml
+
 from iopipe import stack
+from iopipe.paths import INFRA
 from iopipe.ports import Ports
 
 
@@ -37,5 +42,13 @@ def test_a_benchmark_container_drops_every_capability_and_gains_none(monkeypatch
     argv = started(monkeypatch, "iopipe/clickhouse:dev", None)["argv"]
     image = argv.index("iopipe/clickhouse:dev")
     options = argv[:image]
-    assert options[options.index("--cap-drop") + 1] == "ALL"
-    assert options[options.index("--security-opt") + 1] == "no-new-privileges:true"
+    assert [options[i + 1] for i, o in enumerate(options) if o == "--cap-drop"] == list(stack.CAP_DROP) == ["ALL"]
+    assert [options[i + 1] for i, o in enumerate(options) if o == "--security-opt"] == list(stack.SECURITY_OPT)
+
+
+@pytest.mark.parametrize("compose_file", ["compose.yaml", "compose.cluster.yaml"])
+def test_every_compose_service_drops_every_capability_and_gains_none(compose_file):
+    services = yaml.safe_load((INFRA / compose_file).read_text())["services"]
+    for name, service in services.items():
+        assert service.get("cap_drop") == list(stack.CAP_DROP), f"{compose_file}: {name}"
+        assert service.get("security_opt") == list(stack.SECURITY_OPT), f"{compose_file}: {name}"
