@@ -371,9 +371,11 @@ fn run(args: RunArgs) -> Result<()> {
     if !args.no_trace {
         eprintln!("iopipe-agent: programs attached; every capability dropped");
     }
-    let metrics = args.metrics_listen.as_deref().map(MetricsEndpoint::listen).transpose()?;
+    let interval = Duration::from_millis(args.interval_ms);
+    let metrics = args.metrics_listen.as_deref().map(|at| MetricsEndpoint::listen(at, telemetry::alive_within(interval))).transpose()?;
     if let Some(metrics) = &metrics {
         eprintln!("iopipe-agent: metrics on http://{}/metrics", metrics.address);
+        eprintln!("iopipe-agent: liveness on http://{}/healthz", metrics.address);
     }
     Run {
         host,
@@ -383,7 +385,7 @@ fn run(args: RunArgs) -> Result<()> {
         sink: args.out.sink(kafka_files)?,
         metrics,
         positions: state_file.map(PositionKeeper::new),
-        interval: Duration::from_millis(args.interval_ms),
+        interval,
         count: args.count,
     }
     .execute()

@@ -6,6 +6,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -59,55 +60,158 @@ fn escape_label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Serves the latest counters to whoever asks (GET /metrics), from a thread of its own.
+/// Serves the latest counters to whoever asks (GET /metrics), and whether the agent's loop
+/// is alive (GET /healthz: it published counters lately), each connection on a thread of
+/// its own, up to MAX_CONNECTIONS at once.
 pub struct MetricsEndpoint {
-    latest: Arc<Mutex<String>>,
+    latest: Arc<Latest>,
     pub address: String,
 }
 
+/// The counters last published, and when: the loop publishes every interval.
+struct Latest {
+    text: Mutex<(String, Instant)>,
+    /// How long the loop may go without publishing before /healthz says it is stuck.
+    alive_within: Duration,
+}
+
+/// Connections served at once: a scraper or two, the liveness probe and an operator's
+/// curl. Idle connections beyond it are told the endpoint is busy, at once, instead of
+/// queueing the next scrape (and the liveness probe) behind their deadlines.
+const MAX_CONNECTIONS: usize = 8;
+
 impl MetricsEndpoint {
-    pub fn listen(address: &str) -> Result<Self> {
+    /// Listens on `address`; /healthz fails once nothing was published for `alive_within`.
+    pub fn listen(address: &str, alive_within: Duration) -> Result<Self> {
         let listener = TcpListener::bind(address)
             .with_context(|| format!("listening for metrics on {address} (is the port taken? pass another --metrics-listen)"))?;
         let bound = listener.local_addr()?.to_string();
-        let latest = Arc::new(Mutex::new(String::new()));
+        let latest = Arc::new(Latest { text: Mutex::new((String::new(), Instant::now())), alive_within });
         let served = latest.clone();
+        // Refused connections are told so by a thread of their own, so the accept loop
+        // never waits on one; beyond what it has queued, they are closed at once.
+        let (refuse, refused) = std::sync::mpsc::sync_channel::<TcpStream>(MAX_CONNECTIONS * 4);
+        std::thread::Builder::new().name("metrics-busy".into()).spawn(move || {
+            for stream in refused {
+                let _ = answer_busy(stream);
+            }
+        })?;
         std::thread::Builder::new().name("metrics".into()).spawn(move || {
+            let open = Arc::new(AtomicUsize::new(0));
             for stream in listener.incoming().flatten() {
-                // One scrape at a time; a slow client cannot stall the agent, only the scrapes.
-                let _ = answer(stream, &served);
+                match Slot::take(&open) {
+                    Some(slot) => serve_apart(stream, slot, served.clone()),
+                    None => {
+                        let _ = refuse.try_send(stream);
+                    }
+                }
             }
         })?;
         Ok(MetricsEndpoint { latest, address: bound })
     }
 
     pub fn publish(&self, text: String) {
-        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = text;
+        *self.latest.text.lock().unwrap_or_else(|e| e.into_inner()) = (text, Instant::now());
     }
+}
+
+/// How long the agent's loop may go without publishing its counters before its liveness
+/// says it is stuck: ten intervals, and never less than 30 s (a slow sysfs read or a long
+/// backlog of records to hand Kafka is not a reason to restart it).
+pub fn alive_within(interval: Duration) -> Duration {
+    (interval * 10).max(Duration::from_secs(30))
+}
+
+/// One of the MAX_CONNECTIONS places, given back when the connection it serves ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>) -> Option<Slot> {
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Slot(open.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Answers the connection on a thread of its own; one that cannot start closes it.
+fn serve_apart(stream: TcpStream, slot: Slot, latest: Arc<Latest>) {
+    let _ = std::thread::Builder::new().name("metrics-scrape".into()).spawn(move || {
+        let _slot = slot;
+        let _ = answer(stream, &latest);
+    });
 }
 
 /// The most a request's line and headers may take: a scrape needs a few hundred bytes.
 const MAX_REQUEST_BYTES: u64 = 8192;
-/// How long a client has to send its request, in all: a trickle of bytes cannot hold the
-/// endpoint (one scrape at a time) past it.
+/// How long a client has to send its request, in all: a trickle of bytes cannot hold a
+/// connection's place past it.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+const TEXT: &str = "text/plain; charset=utf-8";
 
-fn answer(stream: TcpStream, latest: &Mutex<String>) -> std::io::Result<()> {
+fn answer(stream: TcpStream, latest: &Latest) -> std::io::Result<()> {
     stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
     let (status, content_type, body) = match read_request_line(&stream) {
-        Ok(line) if line.starts_with("GET ") && line.split_whitespace().nth(1) == Some("/metrics") => {
-            ("200 OK", "text/plain; version=0.0.4; charset=utf-8", latest.lock().unwrap_or_else(|e| e.into_inner()).clone())
-        }
-        Ok(_) => ("404 Not Found", "text/plain; charset=utf-8", "only GET /metrics is served\n".to_string()),
+        Ok(line) if line.starts_with("GET ") => match line.split_whitespace().nth(1) {
+            Some("/metrics") => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", latest.text().0),
+            Some("/healthz") => latest.liveness(),
+            _ => ("404 Not Found", TEXT, "only GET /metrics and GET /healthz are served\n".to_string()),
+        },
+        Ok(_) => ("404 Not Found", TEXT, "only GET /metrics and GET /healthz are served\n".to_string()),
         Err(RequestError::TooLarge) => {
-            ("431 Request Header Fields Too Large", "text/plain; charset=utf-8", format!("a request of at most {MAX_REQUEST_BYTES} bytes\n"))
+            ("431 Request Header Fields Too Large", TEXT, format!("a request of at most {MAX_REQUEST_BYTES} bytes\n"))
         }
         Err(RequestError::Io(e)) => return Err(e),
     };
-    let mut stream = stream;
+    respond(&stream, status, content_type, &body)
+}
+
+/// How long a refused connection's request is read for, after its answer, before it is
+/// closed: a socket closed with a request unread is reset, and the reset may reach the
+/// client before the answer does.
+const REFUSED_DRAIN: Duration = Duration::from_millis(100);
+
+/// Told it is refused without its request being waited for: the answer first, then what
+/// came of the request read and dropped for at most REFUSED_DRAIN.
+fn answer_busy(stream: TcpStream) -> std::io::Result<()> {
+    stream.set_write_timeout(Some(REFUSED_DRAIN))?;
+    let body = format!("{MAX_CONNECTIONS} connections are open already; try again\n");
+    respond(&stream, "503 Service Unavailable", TEXT, &body)?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let drain = Deadline { stream: stream.try_clone()?, at: Instant::now() + REFUSED_DRAIN };
+    std::io::copy(&mut drain.take(MAX_REQUEST_BYTES), &mut std::io::sink())?;
+    Ok(())
+}
+
+fn respond(mut stream: &TcpStream, status: &str, content_type: &str, body: &str) -> std::io::Result<()> {
     write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())?;
     stream.write_all(body.as_bytes())?;
     stream.flush()
+}
+
+impl Latest {
+    fn text(&self) -> (String, Instant) {
+        self.text.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Alive while the loop publishes; the endpoint's own thread answering is not enough.
+    fn liveness(&self) -> (&'static str, &'static str, String) {
+        let since = self.text().1.elapsed();
+        if since <= self.alive_within {
+            ("200 OK", TEXT, "ok\n".to_string())
+        } else {
+            ("503 Service Unavailable", TEXT,
+             format!("no counters published for {} s (at most {} s): the agent's loop is stuck\n",
+                     since.as_secs(), self.alive_within.as_secs()))
+        }
+    }
 }
 
 enum RequestError {
@@ -180,14 +284,14 @@ mod tests {
 
     #[test]
     fn the_endpoint_serves_what_was_last_published() {
-        let endpoint = MetricsEndpoint::listen("127.0.0.1:0").unwrap();
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0", Duration::from_secs(60)).unwrap();
         endpoint.publish("a 1\n".into());
         endpoint.publish("a 2\n".into());
         let response = get(&endpoint.address, "/metrics");
         assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
         assert!(response.ends_with("\r\n\r\na 2\n"), "{response}");
         assert!(get(&endpoint.address, "/other").starts_with("HTTP/1.1 404"));
-        assert!(get(&endpoint.address, "/").starts_with("HTTP/1.1 404"), "one path only");
+        assert!(get(&endpoint.address, "/").starts_with("HTTP/1.1 404"), "two paths only");
     }
 
     /// The server's end of a connection whose client sends `request` and keeps it open.
@@ -216,7 +320,7 @@ mod tests {
 
     #[test]
     fn the_endpoint_goes_on_serving_after_an_oversized_request() {
-        let endpoint = MetricsEndpoint::listen("127.0.0.1:0").unwrap();
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0", Duration::from_secs(60)).unwrap();
         endpoint.publish("a 1\n".into());
         let mut stream = TcpStream::connect(&endpoint.address).unwrap();
         // 1 MiB of request line: the endpoint stops reading at its limit, answers and closes
@@ -228,7 +332,7 @@ mod tests {
 
     #[test]
     fn a_request_that_never_ends_is_dropped_at_the_deadline() {
-        let endpoint = MetricsEndpoint::listen("127.0.0.1:0").unwrap();
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0", Duration::from_secs(60)).unwrap();
         let started = std::time::Instant::now();
         let mut trickle = TcpStream::connect(&endpoint.address).unwrap();
         // One byte a second would keep a per-read timeout waiting for ever.
@@ -242,5 +346,61 @@ mod tests {
         let _ = trickle.read_to_string(&mut rest);
         assert!(started.elapsed() < REQUEST_DEADLINE + Duration::from_secs(4), "{:?}", started.elapsed());
         assert!(get(&endpoint.address, "/metrics").starts_with("HTTP/1.1 200"), "serving the next scrape");
+    }
+
+    /// A connection that sends nothing and stays open.
+    fn idle(address: &str) -> TcpStream {
+        TcpStream::connect(address).unwrap()
+    }
+
+    #[test]
+    fn idle_connections_do_not_hold_back_a_scrape() {
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0", Duration::from_secs(60)).unwrap();
+        endpoint.publish("a 1\n".into());
+        let _idle: Vec<TcpStream> = (0..4).map(|_| idle(&endpoint.address)).collect();
+        let asked = Instant::now();
+        assert!(get(&endpoint.address, "/metrics").ends_with("a 1\n"));
+        // One at a time, the scrape would wait out each idle connection's deadline.
+        assert!(asked.elapsed() < REQUEST_DEADLINE, "{:?}", asked.elapsed());
+    }
+
+    #[test]
+    fn beyond_its_connections_the_endpoint_says_it_is_busy_and_serves_again_once_they_close() {
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0", Duration::from_secs(60)).unwrap();
+        endpoint.publish("a 1\n".into());
+        let open: Vec<TcpStream> = (0..MAX_CONNECTIONS).map(|_| idle(&endpoint.address)).collect();
+        // Accepted in the order they came: the next one finds every place taken.
+        let busy = get(&endpoint.address, "/metrics");
+        assert!(busy.starts_with("HTTP/1.1 503"), "{busy}");
+        drop(open);
+        // Each closed connection ends its thread (an empty request is answered 404).
+        let served = (0..50).find_map(|_| {
+            let response = get(&endpoint.address, "/metrics");
+            if response.starts_with("HTTP/1.1 200") {
+                Some(response)
+            } else {
+                std::thread::sleep(Duration::from_millis(100));
+                None
+            }
+        });
+        assert!(served.is_some_and(|r| r.ends_with("a 1\n")));
+    }
+
+    #[test]
+    fn the_liveness_path_fails_once_the_loop_stops_publishing() {
+        let endpoint = MetricsEndpoint::listen("127.0.0.1:0", Duration::from_secs(2)).unwrap();
+        assert!(get(&endpoint.address, "/healthz").starts_with("HTTP/1.1 200"), "alive from the start");
+        std::thread::sleep(Duration::from_millis(2200));
+        let stuck = get(&endpoint.address, "/healthz");
+        assert!(stuck.starts_with("HTTP/1.1 503") && stuck.contains("stuck"), "{stuck}");
+        assert!(get(&endpoint.address, "/metrics").starts_with("HTTP/1.1 200"), "the counters are still served");
+        endpoint.publish("a 2\n".into());
+        assert!(get(&endpoint.address, "/healthz").starts_with("HTTP/1.1 200"));
+    }
+
+    #[test]
+    fn the_loop_may_miss_ten_intervals_and_at_least_half_a_minute() {
+        assert_eq!(alive_within(Duration::from_secs(1)), Duration::from_secs(30));
+        assert_eq!(alive_within(Duration::from_secs(10)), Duration::from_secs(100));
     }
 }

@@ -375,6 +375,23 @@ def test_agent_keeps_its_state_file_across_container_restarts_on_a_writable_volu
     assert pod["terminationGracePeriodSeconds"] > stall_s, "room for the stall a closing agent waits out"
 
 
+def test_the_agents_liveness_is_its_loop_and_only_scrapers_reach_its_port():
+    pod = agent_pod()
+    (container,) = pod["containers"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz", "/metrics answers with stale counters for ever"
+    (port,) = container["ports"]
+    policy = the("NetworkPolicy", "iopipe-agent-metrics")["spec"]
+    assert policy["podSelector"]["matchLabels"].items() <= agent_pod_labels().items()
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": port["name"]}]
+    assert all(source.get("podSelector", {}).get("matchLabels") for source in rule["from"]), "scrapers only, not every pod"
+
+
+def agent_pod_labels():
+    return the("DaemonSet", "iopipe-agent")["spec"]["template"]["metadata"]["labels"]
+
+
 # ---------------------------------------------------------------- the live job
 
 
