@@ -28,7 +28,8 @@ import java.util.Optional;
  * <li>the model's baseline: the median level of its drives, and their spread (a robust
  *     sigma of the log levels), computed again about once a window of every drive, and
  *     once more in a window's time when a drive looks slow; no host's drives weigh more
- *     than a typical host's ({@link Baseline#hostCappedWeights});</li>
+ *     than a typical host's ({@link Baseline#hostCappedWeights}), and a model on fewer
+ *     than {@link #MIN_HOSTS} hosts has none;</li>
  * <li>a slow window: the drive's level at least {@link #MIN_RATIO} times the model's and
  *     beyond its spread ({@link #Z_FENCE} sigmas); one found slow stays so down to
  *     {@link #KEEPS_UP_RATIO};</li>
@@ -47,6 +48,16 @@ public final class ModelPeers {
     public static final long HORIZON_NS = 3600L * 1_000_000_000L;
     /** A model's typical read needs several drives: with fewer, one slow drive is half the norm. */
     static final int MIN_DRIVES = 5;
+    /**
+     * And several hosts: a host speaks only for itself but may name as many drives as it
+     * likes, and its drives weigh together as much as the model's typical host's (the
+     * median count of drives over its hosts). With two hosts that median is halfway to the
+     * one naming more, which then holds most of the weight and decides the baseline; with
+     * three or more, the typical host is not the one naming the most, so any one host holds
+     * less than half and the others' drives decide. A model seen on fewer hosts is judged
+     * by its drives' class rules alone.
+     */
+    static final int MIN_HOSTS = 3;
     /**
      * NAND pages of one drive differ in read time about twofold (a TLC cell's lower page
      * against its upper), and the drives of one model share that mix; three times the
@@ -167,6 +178,8 @@ public final class ModelPeers {
         public double medianUs = Double.NaN;
         public double logSigma;
         public int drives;
+        /** The hosts of those drives. */
+        public int hosts;
         public int drivesHeard;
         public int windowsSince;
         /** The end of the drive's window it was computed for. */
@@ -189,6 +202,7 @@ public final class ModelPeers {
             b.computedForNs = forNs;
             b.drivesHeard = drives.size();
             b.drives = leveled.size();
+            b.hosts = (int) leveled.stream().map(d -> String.valueOf(d.host)).distinct().count();
             if (!leveled.isEmpty()) {
                 SlowVsPeers.Spread spread = SlowVsPeers.Spread.of(logs.stream().mapToDouble(Double::doubleValue).toArray(),
                         hostCappedWeights(leveled));
@@ -231,10 +245,15 @@ public final class ModelPeers {
                     || r.startNs >= computedForNs && slow(d.levelUs(), !NONE_EFFECT.equals(d.effect));
         }
 
+        /** Whether it speaks for the model: enough drives, on enough hosts that no one of them decides it. */
+        boolean judges() {
+            return drives >= MIN_DRIVES && hosts >= MIN_HOSTS && !Double.isNaN(medianUs);
+        }
+
         /** Slow against the model: beyond MIN_RATIO and its spread; one already found slow stays so down to KEEPS_UP_RATIO. */
         boolean slow(double levelUs, boolean foundSlow) {
             double ratio = foundSlow ? KEEPS_UP_RATIO : MIN_RATIO;
-            return drives >= MIN_DRIVES && !Double.isNaN(levelUs) && levelUs >= ratio * medianUs && (foundSlow || z(levelUs) >= Z_FENCE);
+            return judges() && !Double.isNaN(levelUs) && levelUs >= ratio * medianUs && (foundSlow || z(levelUs) >= Z_FENCE);
         }
 
         double z(double levelUs) {
@@ -250,7 +269,7 @@ public final class ModelPeers {
     /** Judges the drive `d` (its reads `r` already added) against its model's baseline `b`. */
     public static Judgement judge(ShallowReads r, Drive d, Baseline b) {
         double level = d.levelUs();
-        if (b == null || b.drives < MIN_DRIVES || Double.isNaN(level) || Double.isNaN(b.medianUs)) {
+        if (b == null || !b.judges() || Double.isNaN(level)) {
             return Judgement.NONE;
         }
         double ratio = level / b.medianUs;

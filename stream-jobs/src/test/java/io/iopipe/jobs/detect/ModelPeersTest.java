@@ -215,4 +215,39 @@ class ModelPeersTest {
         fleet.minutes(START_NS, 30);
         assertEquals(List.of(), fleet.anomalies);
     }
+
+    @Test
+    void oneHostBesideTheOnlyOtherHostOfARareModelDecidesNothing() throws Exception {
+        Fleet fleet = new Fleet(0);  // only the hosts named below
+        fleet.host("honest", 2, 90);
+        fleet.host("rogue", 8, 15);  // a sixth of the honest drives' time: its median, were its weight a typical host's
+        fleet.minutes(START_NS, 15);
+        assertEquals(List.of(), fleet.anomalousHosts(), "two hosts are no quorum: neither decides the model");
+        assertEquals(2, fleet.baseline.hosts);
+    }
+
+    @Test
+    void withAQuorumOfHostsTheModelIsJudgedAndTheRogueHostStillDecidesNothing() throws Exception {
+        Fleet fleet = new Fleet(0);  // only the hosts named below
+        for (String honest : List.of("honest-a", "honest-b", "honest-c")) {
+            fleet.host(honest, 2, 90);
+        }
+        fleet.host("rogue", 8, 15);
+        fleet.minutes(START_NS, 15);
+        assertEquals(List.of(), fleet.anomalousHosts(), "the honest drives read as their model does");
+        fleet.slowdown.put("honest-b/nvme0n1", 5.0);
+        fleet.minutes(START_NS + 15 * MINUTE_NS, 15);
+        assertEquals(List.of("honest-b"), fleet.anomalousHosts(), "a slow drive is found against the honest hosts' drives");
+        assertEquals("FAILING", fleet.effect.get("honest-b/nvme0n1"));
+    }
+
+    @Test
+    void aModelOnTwoHostsIsNotJudgedHoweverManyDrivesTheyHold() throws Exception {
+        Fleet fleet = new Fleet(0);  // only the hosts named below
+        fleet.host("a", 6, 90);
+        fleet.host("b", 6, 90);
+        fleet.slowdown.put("a/nvme0n1", 25.0);
+        fleet.minutes(START_NS, 30);
+        assertEquals(List.of(), fleet.anomalies, "its class rules judge it alone");
+    }
 }
