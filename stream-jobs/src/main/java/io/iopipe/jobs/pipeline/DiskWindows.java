@@ -30,7 +30,9 @@ import org.apache.flink.util.Collector;
  * went idle) loses no I/O from the rollups. A histogram or event already in its window,
  * or a histogram already in a window closed within that time (a resend), is counted and
  * merged once. A disk silent for {@code idleMs} of wall-clock time has its open windows
- * closed; silent for {@code forgetAfterMs}, it is forgotten. At the end of a bounded
+ * closed; silent for {@code forgetAfterMs}, it is forgotten. A job restored from a
+ * checkpoint counts that silence from its restart: it heard nothing while it was down, and
+ * what came meanwhile is read again from the checkpoint's offsets. At the end of a bounded
  * input (the final watermark) every open window closes.
  *
  * <p>Silence is a guess: a disk whose records were held up (every Kafka node away, its
@@ -64,6 +66,14 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private transient Counter closedIdle;
     private transient Counter lateHistogramsRolledUp;
     private transient Counter revisions;
+    /**
+     * When this instance first ran, on the processing-time clock. A job restored from a
+     * checkpoint heard no disk while it was down, and what the disks sent meanwhile is yet
+     * to be read again from the checkpoint's offsets: a disk's silence counts from here, or
+     * its overdue timers would close its open windows with only what the checkpoint held,
+     * the detectors would judge those, and the records read a moment later would revise them.
+     */
+    private transient long startedAtMs = DiskClock.NONE;
 
     public DiskWindows(int windowSeconds, Pipeline.Config config) {
         this.lengthMs = windowSeconds * 1000L;
@@ -95,6 +105,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         long startMs = accumulate.windowStartMs(r);
         DiskClock c = clock();
         long nowMs = ctx.timerService().currentProcessingTime();
+        startedAt(nowMs);
         c.saw(r, tsMs, nowMs, kindIdleMs);
         if (c.checkAtMs == DiskClock.NONE || c.checkAtMs > nowMs + kindIdleMs) {
             // Checked every kindIdleMs while it speaks: a kind holding the clock back may have gone idle.
@@ -271,6 +282,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         }
     }
 
+    private long startedAt(long nowMs) {
+        if (startedAtMs == DiskClock.NONE) {
+            startedAtMs = nowMs;
+        }
+        return startedAtMs;
+    }
+
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
         DiskClock c = clock();
@@ -283,7 +301,8 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             return;
         }
         c.checkAtMs = DiskClock.NONE;
-        long silentMs = timestamp - c.lastHeardAtMs;
+        long heardMs = Math.max(c.lastHeardAtMs, startedAt(ctx.timerService().currentProcessingTime()));
+        long silentMs = timestamp - heardMs;
         if (silentMs >= idleMs) {
             if (c.revisionDue) {
                 reviseUpTo(c, Long.MAX_VALUE, Long.MIN_VALUE, out);  // silent again: what came since is all there is
@@ -307,7 +326,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             closedOnSilence.clear();
             return;
         }
-        checkAt(c, open.isEmpty() && !c.revisionDue ? c.lastHeardAtMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
+        checkAt(c, open.isEmpty() && !c.revisionDue ? heardMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
         clock.update(c);
     }
 }

@@ -466,6 +466,17 @@ class DiskWindowsTest {
         play(steps, Long.MIN_VALUE);
     }
 
+    /**
+     * The restored job runs on after the script's last step until its disks' silence has
+     * been heard since it started: a restored job counts silence from its start (it heard
+     * nothing while it was down), so a script whose end came just after the restore would
+     * otherwise leave its last windows open.
+     */
+    private void runOnAfterRestore(List<Step> script) throws Exception {
+        long lastMs = Math.max(script.get(script.size() - 1).atMs(), harness.getProcessingTime());
+        harness.setProcessingTime(lastMs + config.diskIdleness.toMillis() + config.kindIdleness.toMillis());
+    }
+
     /** The steps, none before `notBeforeMs` on the wall clock: what came meanwhile is read at once. */
     private void play(List<Step> steps, long notBeforeMs) throws Exception {
         for (Step step : steps) {
@@ -526,6 +537,34 @@ class DiskWindowsTest {
     }
 
     /**
+     * A job restored minutes after its checkpoint (longer than the disk idleness) finds its
+     * disks' timers overdue; what the disks sent since the checkpoint is read again a moment
+     * later. No window closes on that silence with only what the checkpoint held: each is
+     * sent once, whole, as without the failure, and the detectors judge no part of one.
+     */
+    @Test
+    void aJobRestoredLongAfterItsCheckpointSendsNoWindowBeforeReadingAgainWhatCameSince() throws Exception {
+        List<Step> script = new java.util.ArrayList<>(outageScript().subList(0, 60));  // 20 s of every kind, steady
+        script.add(new Step(400 * SECOND_MS, null));
+        play(script);
+        java.util.Map<Long, Long> uninterrupted = lastCopies(harness.extractOutputValues());
+        close();
+        open();
+        int cut = 45;  // after 15 s: the window of 10-20 s half read
+        play(script.subList(0, cut));
+        OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
+        List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
+        restoreFrom(checkpoint);
+        play(script.subList(cut, script.size()), script.get(cut - 1).atMs() + 5 * 60 * SECOND_MS);
+        runOnAfterRestore(script);
+        List<DiskWindow> sentAfterRestore = harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).toList();
+        sent.addAll(sentAfterRestore);
+        assertEquals(uninterrupted, lastCopies(sent));
+        assertEquals(sentAfterRestore.size(), lastCopies(sentAfterRestore).size(),
+                "each window sent once after the restore, none in part: " + sentAfterRestore.stream().map(w -> w.startNs).toList());
+    }
+
+    /**
      * For every step: the job checkpointed after it, went on for a while (what it sent then
      * stays sent: the sink is at least once), failed, and was restored from the checkpoint,
      * its sources read again from there. The last copy of every window is what it would
@@ -546,6 +585,7 @@ class DiskWindowsTest {
                 List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
                 restoreFrom(checkpoint);
                 play(script.subList(cut, script.size()));
+                runOnAfterRestore(script);
                 sent.addAll(harness.extractOutputValues());
                 assertEquals(uninterrupted, lastCopies(sent), "checkpointed after step " + cut + ", failed " + failedAfter + " steps on");
             }
@@ -640,6 +680,7 @@ class DiskWindowsTest {
             long restartedMs = script.get(failedAt - 1).atMs() + pauseMs;
             restoreFrom(checkpoint);
             play(script.subList(cut, script.size()), restartedMs);
+            runOnAfterRestore(script);
             sent.addAll(harness.extractOutputValues());
             addLateReads(late);
             // The sink and the dead letters are at least once: what the failed run sent aside as late may be in a window now.
