@@ -2,6 +2,7 @@ package io.iopipe.jobs;
 
 import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.io.KafkaIo;
+import io.iopipe.jobs.pipeline.DecodeRecords;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.HistRecord;
@@ -89,7 +90,7 @@ public final class LiveJob {
         }
         if (unsigned) {
             System.err.println("iopipe live: --" + UNSIGNED + " " + UNSIGNED_YES + ": records are taken unsigned, so any "
-                    + "producer may speak for any host (the job's unsigned_ingestion metric is 1)");
+                    + "producer may speak for any host (the job's " + DecodeRecords.UNSIGNED_INGESTION + " metric is 1)");
             return null;
         }
         String file = args.get(HostSignatures.OPTION, null);

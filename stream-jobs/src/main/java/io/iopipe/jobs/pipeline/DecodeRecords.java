@@ -55,7 +55,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         deadLettered = getRuntimeContext().getMetricGroup().counter("records_dead_lettered_total");
         unverified = getRuntimeContext().getMetricGroup().counter("records_unverified_host_total");
         passedOver = getRuntimeContext().getMetricGroup().counter("records_not_consumed_total");
-        // 1 where any producer may speak for any host: a dashboard shows it beside the job's health.
+        // 1 where any producer may speak for any host (the live job's --unsigned yes).
         int unsigned = signatures == null ? 1 : 0;
         getRuntimeContext().getMetricGroup().gauge(UNSIGNED_INGESTION, (Gauge<Integer>) () -> unsigned);
     }
