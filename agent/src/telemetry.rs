@@ -160,7 +160,7 @@ fn answer(stream: TcpStream, latest: &Latest) -> std::io::Result<()> {
     stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
     let (status, content_type, body) = match read_request_line(&stream) {
         Ok(line) if line.starts_with("GET ") => match line.split_whitespace().nth(1) {
-            Some("/metrics") => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", latest.text().0),
+            Some("/metrics") => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", latest.text()),
             Some("/healthz") => latest.liveness(),
             _ => ("404 Not Found", TEXT, "only GET /metrics and GET /healthz are served\n".to_string()),
         },
@@ -197,13 +197,13 @@ fn respond(mut stream: &TcpStream, status: &str, content_type: &str, body: &str)
 }
 
 impl Latest {
-    fn text(&self) -> (String, Instant) {
-        self.text.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    fn text(&self) -> String {
+        self.text.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
     }
 
     /// Alive while the loop publishes; the endpoint's own thread answering is not enough.
     fn liveness(&self) -> (&'static str, &'static str, String) {
-        let since = self.text().1.elapsed();
+        let since = self.text.lock().unwrap_or_else(|e| e.into_inner()).1.elapsed();
         if since <= self.alive_within {
             ("200 OK", TEXT, "ok\n".to_string())
         } else {

@@ -76,7 +76,7 @@ public final class RecordSchema {
 
     /** The bounds a number field keeps, as its schema states them (through a $ref, and beside it). */
     public Range range(String field) {
-        return Range.of(resolved(stated(stated(schema, "properties"), field)));
+        return Range.of(field(field));
     }
 
     /**
@@ -191,17 +191,9 @@ public final class RecordSchema {
         return false;
     }
 
-    /** A field's schema, where a $ref leads. */
+    /** A field's schema, where a $ref leads (its own keywords beside the $ref winning). */
     private JsonNode field(String field) {
-        JsonNode spec = stated(stated(schema, "properties"), field);
-        if (!spec.has("$ref")) {
-            return spec;
-        }
-        JsonNode target = root.at(spec.get("$ref").asText().substring(1));
-        if (target.isMissingNode()) {
-            throw new IllegalStateException(name + ": " + field + " refers to " + spec.get("$ref") + ", which it does not define");
-        }
-        return target;
+        return resolved(stated(stated(schema, "properties"), field));
     }
 
     private JsonNode stated(JsonNode node, String keyword) {
