@@ -61,8 +61,12 @@ CONFINED = (*(arg for cap in CAP_DROP for arg in ("--cap-drop", cap)),
 
 
 def kafka_cluster_id():
-    """A new Kafka cluster's id: 16 random bytes, base64 without padding, as Kafka's Uuid."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A new Kafka cluster's id: 16 random bytes, base64 without padding, as Kafka's Uuid.
+    One id in 64 would begin with '-', which `kafka-storage format -t` takes for an option;
+    like Kafka's own Uuid.randomUuid, draw again."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return cluster_id
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,7 @@ class Cluster:
     def of_make(cls):
         """`make cluster-up`'s: the demo's passwords; the Kafka id it was formatted with, kept."""
         path = CACHE / "cluster.json"
-        if not path.exists():
+        if not path.exists() or json.loads(path.read_text())["kafka_id"].startswith("-"):  # no node took that one
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"kafka_id": kafka_cluster_id()}))
         return cls(CLUSTER_PROJECT, ClusterPorts(), ClickHouseUsers.of_demo_stack(), json.loads(path.read_text())["kafka_id"])
