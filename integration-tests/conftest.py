@@ -190,7 +190,7 @@ def tickets(pipeline):
     test's own (`receiver`), and the ticket bridge reading the pipeline's ClickHouse."""
     receiver = tickets_local.Receiver()
     try:
-        with tickets_local.LocalTickets(pipeline.ports.clickhouse_url, pipeline.users.reader, receiver.url) as local:
+        with tickets_local.LocalTickets(pipeline.ports.clickhouse_url, pipeline.users.bridge, receiver.url) as local:
             local.receiver = receiver
             yield local
     finally:

@@ -7,6 +7,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -14,12 +15,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from iopipe import host_signing, stack
+from iopipe import host_signing, migrate, stack
 from iopipe.flink_rest import flink_config
 from iopipe.kafka_access import (AGENT_PRODUCER_BYTE_RATE, CLICKHOUSE, CLICKHOUSE_GROUP, JOB_GROUP, KafkaAccess,
                                  agent_principal, read_properties)
 from iopipe.migrate import ClickHouseError
-from iopipe.paths import SCHEMA
+from iopipe.paths import REPO, SCHEMA
 from iopipe.ports import Ports
 from iopipe.readiness import http_json, wait_for
 from iopipe.stack_kafka import agent_access, kafka_access, kafka_client
@@ -94,6 +95,49 @@ def test_clickhouse_users_come_only_from_their_networks():
         assert users.client(ports, "writer").rows("SELECT 1") == [("1",)]
         with pytest.raises(ClickHouseError, match="not allowed|Authentication failed|password"):
             users.client(ports, "reader").query("SELECT 1")
+
+
+def test_no_user_but_the_admin_reaches_the_kafka_tables(pipeline):
+    """On 18.16 a SELECT on a Kafka table consumes its messages and commits their offsets:
+    they never reach the table behind it. The Kafka tables live where only the admin goes."""
+    ports, users = pipeline.ports, pipeline.users
+    admin = users.client(ports, "admin")
+    session = ("iopipe", migrate.ingest_database("iopipe"))  # other tests make databases of their own
+    kafka_tables = admin.rows(f"SELECT database, name FROM system.tables WHERE engine = 'Kafka' AND database IN {session}")
+    assert kafka_tables and {db for db, _ in kafka_tables} == {session[1]}, kafka_tables
+    for role in ("reader", "writer", "bridge"):
+        client = users.client(ports, role)
+        for db, table in kafka_tables:
+            with pytest.raises(ClickHouseError, match="Access denied|not allowed"):
+                client.query(f"SELECT * FROM {db}.{table} LIMIT 1")
+        assert client.rows("SELECT count() FROM iopipe.health WHERE 0") == [("0",)]  # what it may read, it reads
+
+
+# users.xml: how many queries every Grafana viewer together (iopipe_reader) may run at once.
+READER_CONCURRENT_QUERIES = int(ET.parse(REPO / "infra" / "clickhouse" / "users.xml").getroot().findtext(
+    "profiles/iopipe_reader/max_concurrent_queries_for_user"))
+
+
+def test_a_storm_of_dashboard_queries_does_not_hold_tickets_back():
+    """The readers' queries at once are capped, and the ticket bridge reads as a user of its
+    own, with room left. (On a server of its own: the storm would hold back the session's
+    other readers.)"""
+    with services(("clickhouse",)) as (ports, users, _):
+        reader, admin = users.client(ports, "reader"), users.client(ports, "admin")
+        # Each level sleeps 3 s (18.16's longest) after the one inside it: 12 s of no work.
+        nap = "SELECT sleep(3) FROM (SELECT sleep(3) FROM (SELECT sleep(3) FROM (SELECT sleep(3))))"
+
+        def held():
+            return int(admin.rows("SELECT count() FROM system.processes WHERE user = 'iopipe_reader'")[0][0])
+        with ThreadPoolExecutor(READER_CONCURRENT_QUERIES) as pool:
+            naps = [pool.submit(reader.query, nap) for _ in range(READER_CONCURRENT_QUERIES)]
+            wait_for("the readers' queries all running", lambda: held() == READER_CONCURRENT_QUERIES, timeout_s=10)
+            with pytest.raises(ClickHouseError, match="Too many simultaneous queries for user"):
+                reader.query("SELECT 1")
+            assert users.client(ports, "bridge").rows("SELECT 1") == [("1",)]
+            for finished in naps:
+                finished.result()
+        assert reader.rows("SELECT 1") == [("1",)]
 
 
 def test_clickhouse_takes_only_random_passwords():

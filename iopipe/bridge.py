@@ -278,8 +278,9 @@ def serve(clickhouse, listen, counters):
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clickhouse", default="http://127.0.0.1:8123", help="ClickHouse HTTP URL")
-    p.add_argument("--user", default="iopipe_reader", help="a ClickHouse user that may read iopipe's tables")
-    p.add_argument("--password-env", default="IOPIPE_CLICKHOUSE_READER_PASSWORD",
+    p.add_argument("--user", default="iopipe_bridge", help="a ClickHouse user that may read iopipe's tables "
+                   "(iopipe_bridge: a quota of its own, which dashboards cannot spend)")
+    p.add_argument("--password-env", default="IOPIPE_CLICKHOUSE_BRIDGE_PASSWORD",
                    help="environment variable holding that user's password (never on the command line)")
     p.add_argument("--alertmanager", action="append", required=True,
                    help="an Alertmanager URL; repeat for each member of a cluster (each gets every alert)")

@@ -350,7 +350,7 @@ def main():
     ports = Ports()
     users = stack.up(ports)
     receiver = tickets_local.Receiver()
-    with tickets_local.LocalTickets(ports.clickhouse_url, users.reader, receiver.url) as tickets:
+    with tickets_local.LocalTickets(ports.clickhouse_url, users.bridge, receiver.url) as tickets:
         tickets.receiver = receiver
         tour(ports, users.client(ports, "reader"), socket.gethostname(), tickets=tickets)
     say(f"Flink's UI: {ports.flink_url}. The stack keeps running: `make down` stops it.")

@@ -145,11 +145,19 @@ def discover(directory=MIGRATIONS_DIR):
     return migrations
 
 
-KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)[^;]*?ENGINE = Kafka SETTINGS[^;]*?"
+# The Kafka tables live in a database of their own beside {db} (0017): a SELECT on one
+# consumes its messages, so no reader may reach them.
+INGEST_SUFFIX = "_ingest"
+KAFKA_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}(?:" + INGEST_SUFFIX + r")?\.(\w+)[^;]*?ENGINE = Kafka SETTINGS[^;]*?"
                          r"kafka_topic_list = '([\w.]+)',\s+kafka_group_name = '\{kafka_group\}-([\w-]+)'", re.S)
 
 
-DROPPED_TABLE = re.compile(r"^DROP TABLE IF EXISTS \{db\}\.(\w+);?$", re.M)
+DROPPED_TABLE = re.compile(r"^DROP TABLE IF EXISTS \{db\}(?:" + INGEST_SUFFIX + r")?\.(\w+);?$", re.M)
+
+
+def ingest_database(db):
+    """Where the migrations keep `db`'s Kafka tables and the views that read them."""
+    return db + INGEST_SUFFIX
 
 
 @functools.lru_cache(maxsize=1)

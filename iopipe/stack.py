@@ -75,8 +75,9 @@ class ClickHouseUsers:
     admin: str
     writer: str
     reader: str
+    bridge: str
 
-    ROLES = ("admin", "writer", "reader")
+    ROLES = ("admin", "writer", "reader", "bridge")
 
     @classmethod
     def generate(cls):
@@ -86,10 +87,11 @@ class ClickHouseUsers:
     def of_demo_stack(cls):
         """The demo stack's passwords, made on first use and kept (0600) beside the caches."""
         path = CACHE / "clickhouse-users.json"
-        if not path.exists():
+        kept = json.loads(path.read_text()) if path.exists() else {}
+        if set(kept) != set(cls.ROLES):  # new, or kept from before a role was added
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch(mode=0o600)
-            path.write_text(json.dumps(cls.generate().__dict__))
+            path.write_text(json.dumps({**cls.generate().__dict__, **{r: kept[r] for r in cls.ROLES if r in kept}}))
         return cls(**json.loads(path.read_text()))
 
     def env(self):
@@ -175,7 +177,7 @@ def up(ports=Ports(), users=None):
 
 def say_where_the_passwords_are():
     """For the demo's stack and `make cluster-up`'s, whose ClickHouse users are the demo's."""
-    say(f"ClickHouse users iopipe_reader/iopipe_writer/iopipe_admin: passwords in {CACHE / 'clickhouse-users.json'}")
+    say(f"ClickHouse users {'/'.join('iopipe_' + r for r in ClickHouseUsers.ROLES)}: passwords in {CACHE / 'clickhouse-users.json'}")
 
 
 def migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):

@@ -75,8 +75,8 @@ class LocalTickets:
     """Alertmanager and the bridge (unless `clickhouse_url` is None: Alertmanager alone),
     started on enter and stopped on exit; their logs in `workdir`."""
 
-    def __init__(self, clickhouse_url, reader_password, receiver_url, timings=QUICK, grafana_url="http://127.0.0.1:3000"):
-        self.clickhouse_url, self.reader_password = clickhouse_url, reader_password
+    def __init__(self, clickhouse_url, bridge_password, receiver_url, timings=QUICK, grafana_url="http://127.0.0.1:3000"):
+        self.clickhouse_url, self.bridge_password = clickhouse_url, bridge_password
         self.receiver_url, self.timings, self.grafana_url = receiver_url, timings, grafana_url
         self.alertmanager_port, self.bridge_port, self.cluster_port = free_ports(3)
         self.workdir = Path(tempfile.mkdtemp(prefix="iopipe-tickets-"))
@@ -113,7 +113,7 @@ class LocalTickets:
             sys.executable, "-m", "iopipe.bridge", "--clickhouse", self.clickhouse_url, "--alertmanager", self.alertmanager_url,
             "--listen", f"127.0.0.1:{self.bridge_port}", "--grafana-url", self.grafana_url,
             "--interval-s", str(self.timings.bridge_interval_s)],
-            env={"IOPIPE_CLICKHOUSE_READER_PASSWORD": self.reader_password})
+            env={"IOPIPE_CLICKHOUSE_BRIDGE_PASSWORD": self.bridge_password})
         wait_for("ticket bridge ready", lambda: self.bridge_metrics() is not None, timeout_s=60)
 
     def restart_bridge(self):

@@ -14,7 +14,7 @@ set -euo pipefail
 fail() { echo "start-clickhouse: $*" >&2; exit 2; }
 # The users file keeps each password as its SHA-256, unsalted (all 18.16 offers): safe for
 # a random secret, not for a word a dictionary holds. So only random secrets are taken.
-for role in ADMIN WRITER READER; do
+for role in ADMIN WRITER READER BRIDGE; do
   var="IOPIPE_CLICKHOUSE_${role}_PASSWORD"
   [ -n "${!var:-}" ] || fail "$var is not set; start the stack with python3 -m iopipe.stack up, which generates the passwords"
   password=${!var}
@@ -44,6 +44,7 @@ umask 077  # the files written here hold passwords or their hashes
 sed -e "s/@ADMIN_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_ADMIN_PASSWORD")/" \
     -e "s/@WRITER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_WRITER_PASSWORD")/" \
     -e "s/@READER_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_READER_PASSWORD")/" \
+    -e "s/@BRIDGE_SHA256@/$(sha256 "$IOPIPE_CLICKHOUSE_BRIDGE_PASSWORD")/" \
     -e "s#@WRITER_NETWORKS@#${writer_networks}#" -e "s#@READER_NETWORKS@#${reader_networks}#" \
     /usr/local/share/iopipe/users.xml > /etc/clickhouse-server/users.d/iopipe.xml
 # The Kafka engine's librdkafka settings (TLS, SASL) from the client settings mounted at

@@ -790,6 +790,12 @@ def test_clickhouse_servers_load_both_users_files_and_let_changeable_in_readonly
     assert f"{users_d()['iopipe.xml']}=/dev/stdin" in readme
 
 
+def test_the_readmes_command_fills_in_every_placeholder_of_the_users_file():
+    placeholders = set(re.findall(r"@[A-Z_0-9]+@", USERS_XML.read_text()))
+    filled = set(re.findall(r"s[/#](@[A-Z_0-9]+@)[/#]", README.read_text()))
+    assert placeholders and placeholders <= filled, f"the README's sed leaves {sorted(placeholders - filled)}"
+
+
 # ---------------------------------------------------------------- all of it
 
 

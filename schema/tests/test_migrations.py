@@ -73,8 +73,8 @@ def test_every_kafka_table_has_a_consumer_group_of_its_own():
     assert topics == stored, topics ^ stored
 
 
-VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS db\.(\w+) TO .*\sFROM db\.(\w+)", re.S)
-KAFKA = re.compile(r"CREATE TABLE IF NOT EXISTS db\.(\w+)\s.*ENGINE = Kafka", re.S)
+VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (db\w*\.\w+) TO .*\sFROM (db\w*\.\w+)", re.S)
+KAFKA = re.compile(r"CREATE TABLE IF NOT EXISTS (db\w*\.\w+)\s.*ENGINE = Kafka", re.S)
 
 
 def test_every_kafka_table_feeds_exactly_one_view():
@@ -86,7 +86,7 @@ def test_every_kafka_table_feeds_exactly_one_view():
     kafka_tables, views_of = set(), {}
     for sql in (sql for m in migrate.discover() for sql in m.statements("up", PARAMS)):
         if sql.startswith("DROP TABLE"):
-            dropped = sql.split()[4].split(".")[1]
+            dropped = sql.split()[4]
             kafka_tables.discard(dropped)
             views_of.pop(dropped, None)
             views_of = {source: [v for v in views if v != dropped] for source, views in views_of.items()}
@@ -95,7 +95,7 @@ def test_every_kafka_table_feeds_exactly_one_view():
         elif VIEW.match(sql):
             view, source = VIEW.match(sql).groups()
             views_of.setdefault(source, []).append(view)
-    assert kafka_tables == {table for table, _, _ in migrate.kafka_table_definitions()}
+    assert kafka_tables == {f"{migrate.ingest_database('db')}.{table}" for table, _, _ in migrate.kafka_table_definitions()}
     for table in kafka_tables:
         assert len(views_of.get(table, [])) == 1, f"{table} is read by {views_of.get(table)}: one view per Kafka table"
 
@@ -142,3 +142,4 @@ def test_a_changed_table_or_view_takes_a_new_name():
                     remade.add(name)
                 made_by[name] = m.name
     assert remade == REMADE_WHEN_LANDED, f"made again under an earlier migration's name: {sorted(remade - REMADE_WHEN_LANDED)}"
+
