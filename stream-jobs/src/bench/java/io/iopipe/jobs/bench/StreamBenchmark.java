@@ -535,10 +535,11 @@ public final class StreamBenchmark {
 
     /**
      * The keyed state of fleet disk `disk` after all its records of the templates, its
-     * detectors having learnt their baselines: its detector history, its open 10 s and
-     * 1 min windows, the two window operators' disk clocks, its last diskstats sample and
-     * its open latency rollups (a minute, an hour, a day), each as the job's state
-     * serializers write it.
+     * detectors having learnt their baselines: its detector history, the records of its
+     * open 10 s windows at their most (a whole window's and the next one's first
+     * out-of-orderness, as the window closes), its open 1 min window, the two window
+     * operators' disk clocks, its last diskstats sample and its open latency rollups (a
+     * minute, an hour, a day), each as the job's state serializers write it.
      */
     static StateBytes stateBytes(TemplateFleet fleet, int disk) throws Exception {
         WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(PipelineTimings.WINDOW_SECONDS.get(0));
@@ -553,6 +554,7 @@ public final class StreamBenchmark {
         }
         DiskHistory history = new DiskHistory();
         DiskWindow last = null;
+        List<DiskRecord> lastRecords = List.of();
         DiskWindow minute = new DiskWindow();
         for (Map.Entry<Long, List<DiskRecord>> window : byWindow.entrySet()) {
             long index = window.getKey() / WINDOW_MS;
@@ -567,16 +569,36 @@ public final class StreamBenchmark {
                 minute.absorbMeasures(w);
             }
             last = w;
+            lastRecords = window.getValue();
         }
         // The histograms each window closed within the allowed lateness counted (for late ones).
         long closedHistograms = WINDOWS_REMEMBERING_HISTOGRAMS * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
-        long windows = serializedBytes(DiskWindow.class, last) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
+        long windows = openRecordsAtTheirMost(accumulate, lastRecords) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
         LatencySpan span = new LatencySpan(last.host, last.disk, minute.startNs);
         span.absorb(minute.ops);
         // Each period's current span and the one before it, which late histograms may amend.
         long rollups = 2 * LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
         return new StateBytes(serializedBytes(DiskHistory.class, history), windows,
-                2 * serializedBytes(DiskClock.class, new DiskClock()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
+                2 * serializedBytes(DiskClock.class, clockOfTwoOpenWindows()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
+    }
+
+    /** The records of a window (`records`), and of the next as far as the out-of-orderness, as state holds them. */
+    private static long openRecordsAtTheirMost(WindowFunctions.Accumulate accumulate, List<DiskRecord> records) throws Exception {
+        long outOfOrdernessMs = PipelineTimings.OUT_OF_ORDERNESS.toMillis();
+        long bytes = 0;
+        for (DiskRecord r : records) {
+            long record = serializedBytes(DiskRecord.class, r);
+            long intoWindowMs = Math.floorDiv(r.tsNs, 1_000_000L) - accumulate.windowStartMs(r);
+            bytes += intoWindowMs < outOfOrdernessMs ? 2 * record : record;
+        }
+        return bytes;
+    }
+
+    private static DiskClock clockOfTwoOpenWindows() {
+        DiskClock c = DiskClock.ofNewDisk();
+        c.opens(0);
+        c.opens(WINDOW_MS);
+        return c;
     }
 
     /** A window open over `records`, with the identities it keeps to merge a resend once. */

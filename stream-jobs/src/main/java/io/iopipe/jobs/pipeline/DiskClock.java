@@ -1,6 +1,7 @@
 package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.iostat.DiskstatsDelta;
+import java.util.Arrays;
 
 /**
  * One disk's event-time clock. Its records come by three paths (diskstats, histograms,
@@ -51,6 +52,54 @@ public class DiskClock {
     public int keptOnSilence;
     /** Whether one of them took records since it was last sent. */
     public boolean revisionDue;
+    /**
+     * Starts of the disk's open windows, ascending: their records wait unread in
+     * DiskWindows' open records. Null in a clock restored from a build that kept each open
+     * window whole (a field its state did not have).
+     */
+    public long[] openStarts;
+
+    /** The clock of a disk not heard before. */
+    public static DiskClock ofNewDisk() {
+        DiskClock c = new DiskClock();
+        c.openStarts = new long[0];
+        return c;
+    }
+
+    boolean hasOpenWindows() {
+        return openStarts.length > 0;
+    }
+
+    /** Where the disk's last open window ends. */
+    long lastOpenEndMs(long lengthMs) {
+        return openStarts[openStarts.length - 1] + lengthMs;
+    }
+
+    /** Notes the window starting at `startMs` as open; true if it was not already. */
+    public boolean opens(long startMs) {
+        int at = Arrays.binarySearch(openStarts, startMs);
+        if (at >= 0) {
+            return false;
+        }
+        int insertAt = -at - 1;
+        long[] starts = new long[openStarts.length + 1];
+        System.arraycopy(openStarts, 0, starts, 0, insertAt);
+        starts[insertAt] = startMs;
+        System.arraycopy(openStarts, insertAt, starts, insertAt + 1, openStarts.length - insertAt);
+        openStarts = starts;
+        return true;
+    }
+
+    /** Removes and returns, ascending, the starts of the open windows of `lengthMs` ending at or before `clockMs`. */
+    long[] closeOpenEndingBy(long clockMs, long lengthMs) {
+        int due = 0;
+        while (due < openStarts.length && openStarts[due] + lengthMs <= clockMs) {
+            due++;
+        }
+        long[] closing = Arrays.copyOf(openStarts, due);
+        openStarts = Arrays.copyOfRange(openStarts, due, openStarts.length);
+        return closing;
+    }
 
     void saw(DiskRecord r, long tsMs, long nowMs, long kindIdleMs) {
         if (firstHeardAtMs == NONE) {

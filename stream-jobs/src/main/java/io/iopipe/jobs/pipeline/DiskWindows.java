@@ -2,9 +2,13 @@ package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
@@ -44,6 +48,12 @@ import org.apache.flink.util.Collector;
  * latency rollups as any late histogram does; the detectors judged the window once. So is
  * a window closed before records its disk's other records prove (waited for {@code idleMs},
  * see {@link DiskClock}): they are on their way, not lost.
+ *
+ * <p>A record for an open window is appended to its disk's open records, unread (in
+ * RocksDB a blind merge), and folded into its window when the window closes: what a
+ * record costs does not grow with what its window holds. Keeping each window whole while
+ * it filled rewrote it, events and all, on every record, so a disk in flight recording
+ * slowed the whole job down exactly when it was failing.
  */
 public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
     private final long lengthMs;
@@ -53,7 +63,10 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private final long forgetAfterMs;
     private final long allowedLatenessMs;
     private final WindowFunctions.Accumulate accumulate;
-    private transient MapState<Long, DiskWindow> open;
+    /** The records of the disk's open windows (their starts are in its clock), in the order they came. */
+    private transient ListState<DiskRecord> openRecords;
+    /** Open windows as builds before the open records kept them, whole: read once, when they close. */
+    private transient MapState<Long, DiskWindow> openWindowsOfEarlierBuilds;
     /** Per window closed within allowedLateness, the identities of the kernel histograms it counted. */
     private transient MapState<Long, HashSet<Long>> closedHistograms;
     /**
@@ -87,7 +100,9 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     @Override
     public void open(OpenContext openContext) {
-        open = getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
+        openRecords = getRuntimeContext().getListState(new ListStateDescriptor<>("open-window-records", DiskRecord.class));
+        openWindowsOfEarlierBuilds =
+                getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
         clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
         closedHistograms = getRuntimeContext().getMapState(new MapStateDescriptor<>(
                 "closed-window-histograms", Types.LONG, TypeInformation.of(new TypeHint<HashSet<Long>>() {})));
@@ -119,22 +134,58 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         if (startMs + lengthMs <= c.closedThroughMs) {
             late(r, startMs, c, ctx, out);
         } else {
-            add(r, startMs, ctx);
+            add(r, startMs, c, ctx);
         }
         advance(c, nowMs, ctx, out);
     }
 
-    private void add(DiskRecord r, long startMs, Context ctx) throws Exception {
-        DiskWindow w = open.get(startMs);
-        if (w == null) {
-            w = accumulate.openWindow();
+    private void add(DiskRecord r, long startMs, DiskClock c, Context ctx) throws Exception {
+        if (c.opens(startMs)) {
             // Fires only with the final watermark of a bounded input: the disk's own clock closes windows before.
             ctx.timerService().registerEventTimeTimer(startMs + lengthMs - 1);
         }
-        if (w.firstSeen(r.identity(), r.hist != null)) {
-            open.put(startMs, accumulate.add(r, w));
-        } else {
-            duplicates.inc();
+        openRecords.add(r);
+    }
+
+    /**
+     * The closing windows, each folded from its records in the order they came, a resent
+     * record once; the records of the windows still open are kept.
+     */
+    private Map<Long, DiskWindow> foldClosing(long[] closing) throws Exception {
+        Map<Long, DiskWindow> windows = new HashMap<>();
+        for (long startMs : closing) {
+            windows.put(startMs, openedByEarlierBuild(startMs));
+        }
+        List<DiskRecord> stillOpen = new ArrayList<>();
+        Iterable<DiskRecord> records = openRecords.get();
+        for (DiskRecord r : records == null ? List.<DiskRecord>of() : records) {
+            DiskWindow w = windows.get(accumulate.windowStartMs(r));
+            if (w == null) {
+                stillOpen.add(r);
+            } else if (w.firstSeen(r.identity(), r.hist != null)) {
+                accumulate.add(r, w);
+            } else {
+                duplicates.inc();
+            }
+        }
+        openRecords.update(stillOpen);
+        return windows;
+    }
+
+    /** The window an earlier build kept whole for this start, taken out of its state; else a new one. */
+    private DiskWindow openedByEarlierBuild(long startMs) throws Exception {
+        DiskWindow w = openWindowsOfEarlierBuilds.get(startMs);
+        if (w == null) {
+            return accumulate.openWindow();
+        }
+        openWindowsOfEarlierBuilds.remove(startMs);
+        return w;
+    }
+
+    /** Counts as open the windows an earlier build kept whole: they close as the others do. */
+    private void adoptWindowsOfEarlierBuilds(DiskClock c) throws Exception {
+        for (Long startMs : openWindowsOfEarlierBuilds.keys()) {
+            c.opens(startMs);
         }
     }
 
@@ -220,7 +271,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, idleMs, nowMs);
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
-            closeUpTo(watermark, c, false, ctx, out);
+            closeUpTo(watermark, c, Closing.ON_ITS_CLOCK, ctx, out);
         }
         if (c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
             reviseUpTo(c, watermark, watermark - allowedLatenessMs, out);
@@ -235,27 +286,35 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     private DiskClock clock() throws Exception {
         DiskClock c = clock.value();
-        return c == null ? new DiskClock() : c;
+        if (c == null) {
+            return DiskClock.ofNewDisk();
+        }
+        if (c.openStarts == null) {
+            c.openStarts = new long[0];
+            adoptWindowsOfEarlierBuilds(c);
+        }
+        return c;
+    }
+
+    /** Why windows close: the disk's clock passed them, it fell silent, or the input ended. */
+    private enum Closing {
+        ON_ITS_CLOCK, ON_SILENCE, AT_END_OF_INPUT
     }
 
     /**
-     * Emits, in time order, every open window that ends at or before `clock`. Given the
-     * disk's clock `c`, a window is kept (see the class) when it closes on silence, or
-     * before records its disk owes for it have come; the last of those closed on silence
-     * says its disk fell silent after it.
+     * Emits, in time order, every open window of the disk (its clock `c`) that ends at or
+     * before `clockMs`. A window is kept (see the class) when it closes on silence, or on
+     * the disk's clock before records its disk owes for it have come; the last of those
+     * closed on silence says its disk fell silent after it.
      */
-    private void closeUpTo(long clock, DiskClock c, boolean silent, Context ctx, Collector<DiskWindow> out) throws Exception {
-        List<Long> due = new ArrayList<>();
-        for (Long startMs : open.keys()) {
-            if (startMs + lengthMs <= clock) {
-                due.add(startMs);
-            }
-        }
-        due.sort(null);
-        for (long startMs : due) {
+    private void closeUpTo(long clockMs, DiskClock c, Closing why, Context ctx, Collector<DiskWindow> out) throws Exception {
+        long[] closing = c.closeOpenEndingBy(clockMs, lengthMs);
+        Map<Long, DiskWindow> windows = closing.length == 0 ? Map.of() : foldClosing(closing);
+        for (long startMs : closing) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
-            DiskWindow w = open.get(startMs);
-            if (c != null && (silent || c.owesRecordsBefore(startMs + lengthMs))) {
+            DiskWindow w = windows.get(startMs);
+            boolean silent = why == Closing.ON_SILENCE;
+            if (silent || why == Closing.ON_ITS_CLOCK && c.owesRecordsBefore(startMs + lengthMs)) {
                 closedOnSilence.put(startMs, w);
                 c.keptOnSilence++;
                 w = w.copy();
@@ -263,11 +322,10 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
                 closedHistograms.put(startMs, new HashSet<>(w.seenHistograms));
             }
             accumulate.stamped(w, startMs);
-            w.lastBeforeSilence = silent && startMs == due.get(due.size() - 1);
+            w.lastBeforeSilence = silent && startMs == closing[closing.length - 1];
             out.collect(w);
-            open.remove(startMs);
         }
-        forgetHistogramsClosedBefore(clock - allowedLatenessMs);
+        forgetHistogramsClosedBefore(clockMs - allowedLatenessMs);
     }
 
     private void forgetHistogramsClosedBefore(long closedMs) throws Exception {
@@ -293,11 +351,11 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
         DiskClock c = clock();
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
-            closeUpTo(timestamp + 1, null, false, ctx, out);
+            closeUpTo(timestamp + 1, c, Closing.AT_END_OF_INPUT, ctx, out);
             if (c.revisionDue) {
                 reviseUpTo(c, timestamp + 1, Long.MIN_VALUE, out);
-                clock.update(c);
             }
+            clock.update(c);
             return;
         }
         c.checkAtMs = DiskClock.NONE;
@@ -307,26 +365,25 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             if (c.revisionDue) {
                 reviseUpTo(c, Long.MAX_VALUE, Long.MIN_VALUE, out);  // silent again: what came since is all there is
             }
-            if (!open.isEmpty()) {
+            if (c.hasOpenWindows()) {
                 // The disk went quiet: close what it sent, and move its clock past it so a straggler is not a second window.
-                long lastEndMs = 0;
-                for (Long startMs : open.keys()) {
-                    lastEndMs = Math.max(lastEndMs, startMs + lengthMs);
-                }
+                long lastEndMs = c.lastOpenEndMs(lengthMs);
                 c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
-                closeUpTo(lastEndMs, c, true, ctx, out);
+                closeUpTo(lastEndMs, c, Closing.ON_SILENCE, ctx, out);
                 closedIdle.inc();
             }
-        } else if (!open.isEmpty() || c.revisionDue) {
+        } else if (c.hasOpenWindows() || c.revisionDue) {
             advance(c, timestamp, ctx, out);
         }
         if (silentMs >= forgetAfterMs) {
             clock.clear();
             closedHistograms.clear();
             closedOnSilence.clear();
+            openRecords.clear();
+            openWindowsOfEarlierBuilds.clear();
             return;
         }
-        checkAt(c, open.isEmpty() && !c.revisionDue ? heardMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
+        checkAt(c, !c.hasOpenWindows() && !c.revisionDue ? heardMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
         clock.update(c);
     }
 }

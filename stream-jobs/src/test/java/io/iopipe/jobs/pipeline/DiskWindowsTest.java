@@ -13,12 +13,19 @@ import io.iopipe.jobs.records.RecordDecoder;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.apache.flink.util.Collector;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -432,6 +439,102 @@ class DiskWindowsTest {
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:20"), windows());
         assertEquals(1, harness.extractOutputValues().get(1).op("R").events, "the event of 11 s came back with its window's records");
         assertEquals(0, late());
+    }
+
+    /**
+     * What a build that kept each open window whole left in its state: the windows under
+     * "open-windows", each record added as it came, and a disk clock with no open starts
+     * (a field it did not have); its check timer armed as that build armed it, every
+     * kind idleness while the disk speaks.
+     */
+    private static final class EarlierBuildWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
+        private final WindowFunctions.Accumulate accumulate = new WindowFunctions.Accumulate(10);
+        private final long kindIdleMs;
+        private transient MapState<Long, DiskWindow> open;
+        private transient ValueState<DiskClock> clock;
+
+        EarlierBuildWindows(long kindIdleMs) {
+            this.kindIdleMs = kindIdleMs;
+        }
+
+        @Override
+        public void open(OpenContext openContext) {
+            open = getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
+            clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
+        }
+
+        @Override
+        public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
+            DiskClock c = clock.value() == null ? new DiskClock() : clock.value();
+            long nowMs = ctx.timerService().currentProcessingTime();
+            c.saw(r, Math.floorDiv(r.tsNs, 1_000_000L), nowMs, kindIdleMs);
+            if (c.checkAtMs == DiskClock.NONE) {
+                c.checkAtMs = nowMs + kindIdleMs;
+                ctx.timerService().registerProcessingTimeTimer(c.checkAtMs);
+            }
+            long startMs = accumulate.windowStartMs(r);
+            DiskWindow w = open.get(startMs) == null ? accumulate.openWindow() : open.get(startMs);
+            if (w.firstSeen(r.identity(), r.hist != null)) {
+                open.put(startMs, accumulate.add(r, w));
+            }
+            clock.update(c);
+        }
+
+        @Override
+        public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
+            DiskClock c = clock.value();
+            c.checkAtMs = timestamp + kindIdleMs;  // checked on while the disk speaks
+            ctx.timerService().registerProcessingTimeTimer(c.checkAtMs);
+            clock.update(c);
+        }
+    }
+
+    /** web-1's first `lastS` seconds (10 reads each, an event at 5 s) in the state the earlier build kept. */
+    private OperatorSubtaskState earlierBuildsStateAfter(long lastS) throws Exception {
+        try (KeyedOneInputStreamOperatorTestHarness<String, DiskRecord, DiskWindow> earlier =
+                new KeyedOneInputStreamOperatorTestHarness<>(new KeyedProcessOperator<>(
+                        new EarlierBuildWindows(config.kindIdleness.toMillis())), DiskRecord::key, Types.STRING)) {
+            earlier.setProcessingTime(0);
+            earlier.open();
+            for (long s = 1; s <= lastS; s++) {
+                earlier.setProcessingTime(s * SECOND_MS);
+                for (DiskRecord r : s == 5 ? List.of(diskstats("web-1", T0_MS + s * SECOND_MS, 10), reads("web-1", T0_MS + s * SECOND_MS, 10),
+                        event("web-1", T0_MS + s * SECOND_MS, 10)) : List.of(diskstats("web-1", T0_MS + s * SECOND_MS, 10),
+                        reads("web-1", T0_MS + s * SECOND_MS, 10))) {
+                    earlier.processElement(new StreamRecord<>(r, r.tsNs / 1_000_000L));
+                }
+            }
+            return earlier.snapshot(1L, lastS * SECOND_MS);
+        }
+    }
+
+    @Test
+    void aJobUpgradedFromABuildThatKeptWindowsWholeClosesThemWithWhatTheyHeldAndWhatCameSince() throws Exception {
+        restoreFrom(earlierBuildsStateAfter(13));
+        for (long s = 12; s <= 31; s++) {  // 12 and 13 s again: the replay from the checkpoint's offsets
+            harness.setProcessingTime((s + 2) * SECOND_MS);
+            second("web-1", T0_MS + s * SECOND_MS, 10);
+        }
+        harness.processWatermark(new Watermark(Long.MAX_VALUE));
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100", "web-1/sdb@20s:100", "web-1/sdb@30s:20"), windows());
+        assertEquals(1, harness.extractOutputValues().get(0).op("R").events, "the earlier build's event stayed in its window");
+        assertEquals(0, late());
+    }
+
+    @Test
+    void anUpgradedJobWhoseDiskFallsSilentClosesTheEarlierBuildsWindowsOnItsTimer() throws Exception {
+        restoreFrom(earlierBuildsStateAfter(13));
+        long silentFromMs = 15 * SECOND_MS;
+        harness.setProcessingTime(silentFromMs);
+        for (long nowMs = silentFromMs; nowMs < silentFromMs + config.diskIdleness.toMillis(); nowMs += SECOND_MS) {
+            harness.setProcessingTime(nowMs);
+        }
+        assertEquals(List.of(), windows(), "nothing closes before the disk has been silent its idleness");
+        for (long nowMs = silentFromMs + config.diskIdleness.toMillis(); nowMs <= silentFromMs + 2 * config.diskIdleness.toMillis(); nowMs += SECOND_MS) {
+            harness.setProcessingTime(nowMs);
+        }
+        assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:40"), windows());
+        assertTrue(harness.extractOutputValues().get(1).lastBeforeSilence);
     }
 
     /** A step of a disk's life as the operator sees it: the wall clock moving on, or a record. */
