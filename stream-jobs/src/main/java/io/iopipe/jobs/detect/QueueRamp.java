@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.stream.Stream;
 
 /**
  * A burst the workload made, not a slow disk: I/Os dispatched together that a serial
@@ -26,6 +27,14 @@ public final class QueueRamp {
     static final double MAX_SPACING_CV = 0.5;
     /** Served in turn: each I/O waits about one service time more than the one before. */
     static final double MIN_SLOPE_OF_FIRST_LATENCY = 0.2;
+
+    /**
+     * The burst's I/Os its evidence shows: its first ones (the ramp's foot) and its last
+     * (how high it climbed); burst_size says how many there were. A flight-recorded burst
+     * holds thousands, and every one of them would have made the anomaly too large to send.
+     */
+    static final int BURST_HEAD_SHOWN = 10;
+    static final int BURST_TAIL_SHOWN = 5;
 
     private QueueRamp() {}
 
@@ -128,7 +137,10 @@ public final class QueueRamp {
 
     private static ArrayNode burstEvents(List<IoEvent> burst) {
         ArrayNode out = Json.MAPPER.createArrayNode();
-        burst.forEach(e -> out.add(Evidence.event(e)));
+        List<IoEvent> shown = burst.size() <= BURST_HEAD_SHOWN + BURST_TAIL_SHOWN ? burst
+                : Stream.concat(burst.subList(0, BURST_HEAD_SHOWN).stream(),
+                        burst.subList(burst.size() - BURST_TAIL_SHOWN, burst.size()).stream()).toList();
+        shown.forEach(e -> out.add(Evidence.event(e)));
         return out;
     }
 

@@ -371,6 +371,23 @@ class DetectorsTest {
     }
 
     @Test
+    void aFlightRecordedBurstOfThousandsShowsItsFootAndItsTopNotEveryIo() throws Exception {
+        SerialDisk disk = new SerialDisk("sdg", true);
+        int ios = 4_000;
+        for (int i = 0; i < ios; i++) {
+            disk.submit("W", 4096, BURST_START_NS + i * 50L, 1);
+        }
+        Finding ramp = QueueRamp.examine(disk.window()).orElseThrow();
+        assertEquals(ios, ramp.evidence().get("burst_size").asInt());
+        com.fasterxml.jackson.databind.JsonNode shown = ramp.evidence().get("burst");
+        assertEquals(QueueRamp.BURST_HEAD_SHOWN + QueueRamp.BURST_TAIL_SHOWN, shown.size());
+        assertTrue(shown.get(shown.size() - 1).get("device_ms").asDouble() > 100 * shown.get(0).get("device_ms").asDouble(),
+                "the last I/O shown is the top of the ramp");
+        assertTrue(io.iopipe.jobs.records.Json.write(ramp.evidence()).length() < 16 * 1024,
+                "the evidence of any burst is a few KB, far within a record's room in the sink");
+    }
+
+    @Test
     void aBurstWhoseDiskstatsFellInTheNextWindowIsNoFailure() throws Exception {
         // 11 writes at once, served in turn in 19 ms each: device times ramp to 209 ms. The
         // agent's diskstats reading fell inside the burst, so this window's diskstats hold
