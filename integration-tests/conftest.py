@@ -60,10 +60,10 @@ FLINK_STATE = "/var/lib/iopipe/flink"  # where start-flink.sh keeps checkpoints 
 
 
 @contextmanager
-def services(names, env=None):
-    """The named services on free ports, ready, with fresh ClickHouse users (and the further
-    environment `env`), and the name of
-    each one's container; stopped after. Kafka gets a new CA, certificates and principals,
+def services(names, env=None, flink=True):
+    """The named services on free ports, ready (Flink's slots not waited for unless
+    `flink`), with fresh ClickHouse users (and the further environment `env`), and the
+    name of each one's container; stopped after. Kafka gets a new CA, certificates and principals,
     and each service its own directory of them. The Flink processes share a volume for
     checkpoints, as the stack's: a Docker volume, which takes its owner (the image's
     unprivileged flink user) from the image's directory."""
@@ -88,7 +88,7 @@ def services(names, env=None):
             container.start()
             started[service] = container
         containers = {s: c.get_wrapped_container().name for s, c in started.items()}
-        stack.wait_until_ready(ports, containers)
+        stack.wait_until_ready(ports, containers, flink)
         yield ports, users, containers
     finally:
         for container in started.values():
@@ -156,9 +156,9 @@ def starting_pipeline(request):
 
 
 def start_pipeline(cleanup):
-    ports, users, containers = cleanup.enter_context(services(SERVICES))
-    job_id = stack.migrate_and_submit(ports, users, job_args=("--health-recovery", HEALTH_RECOVERY,
-                                                              "--disk-idleness", DISK_IDLENESS))
+    ports, users, containers = cleanup.enter_context(services(SERVICES, flink=False))  # its slots, while migrating
+    job_id = stack.migrate_and_submit(ports, users, job_args=("--health-recovery", HEALTH_RECOVERY, "--disk-idleness", DISK_IDLENESS),
+                                      taskmanagers=stack.taskmanagers_of(SERVICES))
     return RunningPipeline(ports, job_id, users, users.client(ports, "writer"), users.client(ports, "reader"), containers)
 
 

@@ -122,9 +122,10 @@ def start_container(image, ports, users=None, prefix="iopipe-bench"):
     return name
 
 
-def wait_until_ready(ports, containers):
+def wait_until_ready(ports, containers, flink=True):
     """`containers`: service name -> container name. Waits for each kind of service that
-    was started: ZooKeeper, every Kafka node's topics, ClickHouse, Flink's TaskManagers."""
+    was started: ZooKeeper, every Kafka node's topics, ClickHouse, Flink's TaskManagers
+    (unless `flink` is False: migrate_and_submit waits for those, migrating meanwhile)."""
     def alive_and(check):
         return lambda: all(container_alive(c) for c in containers.values()) and check()
     if "zookeeper" in containers:
@@ -140,9 +141,16 @@ def wait_until_ready(ports, containers):
     for replica in CLICKHOUSE_REPLICAS:
         if f"clickhouse-{replica}" in containers:
             wait_for(f"ClickHouse replica {replica}", alive_and(lambda r=replica: clickhouse_answers(ports.of_clickhouse_replica(r))))
-    taskmanagers = sum(service.startswith("flink-taskmanager") for service in containers)
-    if taskmanagers:
-        wait_for("Flink task slots", alive_and(lambda: flink_has_slots(ports, taskmanagers)))
+    if taskmanagers_of(containers) and flink:
+        wait_for_task_slots(ports, taskmanagers_of(containers), alive=lambda: all(container_alive(c) for c in containers.values()))
+
+
+def taskmanagers_of(services):
+    return sum(service.startswith("flink-taskmanager") for service in services)
+
+
+def wait_for_task_slots(ports, taskmanagers, alive=lambda: True):
+    wait_for("Flink task slots", lambda: alive() and flink_has_slots(ports, taskmanagers))
 
 
 def migrate_clickhouse(ports, users, clickhouse_cluster=None):
@@ -169,8 +177,8 @@ def up(ports=Ports(), users=None):
     prepare_kafka_access(ports, f"{COMPOSE_PROJECT}-kafka", keep=True)
     say("starting Kafka, Flink and ClickHouse (docker-compose)")
     compose("up", "-d", "--remove-orphans", ports=ports, users=users)
-    wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES})
-    migrate_and_submit(ports, users)
+    wait_until_ready(ports, {service: f"{COMPOSE_PROJECT}-{service}" for service in SERVICES}, flink=False)
+    migrate_and_submit(ports, users, taskmanagers=taskmanagers_of(SERVICES))
     say_where_the_passwords_are()
     return users
 
@@ -180,12 +188,15 @@ def say_where_the_passwords_are():
     say(f"ClickHouse users {'/'.join('iopipe_' + r for r in ClickHouseUsers.ROLES)}: passwords in {CACHE / 'clickhouse-users.json'}")
 
 
-def migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=()):
+def migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=(), taskmanagers=0):
     """Migrates ClickHouse and runs the live job, side by side: the job needs none of
-    ClickHouse's tables, whose Kafka tables read the topics from their start. Returns the
-    job's id."""
+    ClickHouse's tables, whose Kafka tables read the topics from their start. Given the
+    number of `taskmanagers` still starting, waits for their slots while migrating (on
+    18.16 each Kafka table a migration drops takes about 3 s). Returns the job's id."""
     with ThreadPoolExecutor(1) as pool:
         migrated = pool.submit(migrate_clickhouse, ports, users, clickhouse_cluster)
+        if taskmanagers:
+            wait_for_task_slots(ports, taskmanagers)
         say("submitting the live job to Flink" + (f" ({' '.join(job_args)})" if job_args else ""))
         job_id = submit_live_job(ports, job_args=job_args)
         migrated.result()
@@ -239,9 +250,9 @@ def cluster_up(cluster=None, submit=True, job_args=()):
     # longer than these four and then the rest.
     for services in (CLUSTER_SERVICES[:4], CLUSTER_SERVICES[4:]):
         cluster_compose("up", "-d", *services, cluster=cluster)
-        wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services})
+        wait_until_ready(cluster.ports, {service: cluster.container(service) for service in services}, flink=not submit)
     if submit:
-        migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER, job_args)
+        migrate_and_submit(cluster.ports, cluster.users, CLICKHOUSE_CLUSTER, job_args, taskmanagers_of(CLUSTER_SERVICES))
         if cluster.project == CLUSTER_PROJECT:
             say_where_the_passwords_are()
     return cluster
