@@ -407,7 +407,7 @@ def live_pipeline_records_land_once_each_within_seconds(pipeline):
 
 # Tests whose time is mostly waiting on clocks: ClickHouse 18.16's DDL sleeps about 3 s
 # for each Kafka table it drops (its shutdown waits out rd_kafka_wait_destroyed while other
-# Kafka tables exist), 46 of them in the two migrations of a database of their own; the
+# Kafka tables exist), 28 in a `down` of every migration and 10 in the upgrade; the
 # live job closes a silent disk's last windows after its DISK_IDLENESS. Their bodies run
 # beside the tier's other tests from the pipeline's start (conftest's running_beside),
 # each with hosts (or a database) of their own; their tests take the outcome.

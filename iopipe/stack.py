@@ -191,8 +191,8 @@ def say_where_the_passwords_are():
 def migrate_and_submit(ports, users, clickhouse_cluster=None, job_args=(), taskmanagers=0):
     """Migrates ClickHouse and runs the live job, side by side: the job needs none of
     ClickHouse's tables, whose Kafka tables read the topics from their start. Given the
-    number of `taskmanagers` still starting, waits for their slots while migrating (on
-    18.16 each Kafka table a migration drops takes about 3 s). Returns the job's id."""
+    number of `taskmanagers` still starting, waits for their slots while migrating.
+    Returns the job's id."""
     with ThreadPoolExecutor(1) as pool:
         migrated = pool.submit(migrate_clickhouse, ports, users, clickhouse_cluster)
         if taskmanagers:
