@@ -107,9 +107,7 @@ def up_then_down_leaves_an_empty_server(pipeline):
     assert migrator.applied() == {m.version for m in migrate.discover()} - modern_only
     migrator.up()  # again: nothing left to do, nothing breaks
     migrator.down()
-    databases = f"('{db}', '{migrate.ingest_database(db)}')"
-    assert admin.rows(f"SELECT count() FROM system.databases WHERE name IN {databases}") == [("0",)]
-    assert admin.rows(f"SELECT count() FROM system.tables WHERE database IN {databases}") == [("0",)]
+    warehouse_fixture.assert_nothing_left(admin.rows, db)
 
 
 def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(pipeline):

@@ -89,10 +89,11 @@ class ClickHouseUsers:
         path = CACHE / "clickhouse-users.json"
         kept = json.loads(path.read_text()) if path.exists() else {}
         if set(kept) != set(cls.ROLES):  # new, or kept from before a role was added
+            kept = {**cls.generate().__dict__, **{r: kept[r] for r in cls.ROLES if r in kept}}
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch(mode=0o600)
-            path.write_text(json.dumps({**cls.generate().__dict__, **{r: kept[r] for r in cls.ROLES if r in kept}}))
-        return cls(**json.loads(path.read_text()))
+            path.write_text(json.dumps(kept))
+        return cls(**kept)
 
     def env(self):
         return {f"IOPIPE_CLICKHOUSE_{role.upper()}_PASSWORD": getattr(self, role) for role in self.ROLES}
@@ -126,8 +127,11 @@ def wait_until_ready(ports, containers, flink=True):
     """`containers`: service name -> container name. Waits for each kind of service that
     was started: ZooKeeper, every Kafka node's topics, ClickHouse, Flink's TaskManagers
     (unless `flink` is False: migrate_and_submit waits for those, migrating meanwhile)."""
+    def all_alive():
+        return all(container_alive(c) for c in containers.values())
+
     def alive_and(check):
-        return lambda: all(container_alive(c) for c in containers.values()) and check()
+        return lambda: all_alive() and check()
     if "zookeeper" in containers:
         wait_for("ZooKeeper", alive_and(lambda: zookeeper_answers(ports)))
     for service, container in containers.items():
@@ -141,8 +145,9 @@ def wait_until_ready(ports, containers, flink=True):
     for replica in CLICKHOUSE_REPLICAS:
         if f"clickhouse-{replica}" in containers:
             wait_for(f"ClickHouse replica {replica}", alive_and(lambda r=replica: clickhouse_answers(ports.of_clickhouse_replica(r))))
-    if taskmanagers_of(containers) and flink:
-        wait_for_task_slots(ports, taskmanagers_of(containers), alive=alive_and(lambda: True))
+    taskmanagers = taskmanagers_of(containers)
+    if taskmanagers and flink:
+        wait_for_task_slots(ports, taskmanagers, alive=all_alive)
 
 
 def taskmanagers_of(services):

@@ -55,6 +55,14 @@ def stored_table(record):
     return tables[ROLLUP_PERIODS.index(record["period_s"])] if record["schema"] == ROLLUP else tables[0]
 
 
+def assert_nothing_left(rows, db):
+    """After a full `down`: neither `db` nor its ingest database, nor a table of either;
+    `rows(sql)` runs a query on a server or chdb."""
+    databases = f"('{db}', '{migrate.ingest_database(db)}')"
+    assert rows(f"SELECT count() FROM system.databases WHERE name IN {databases}") == [("0",)]
+    assert rows(f"SELECT count() FROM system.tables WHERE database IN {databases}") == [("0",)]
+
+
 def rollup_key(record):
     return tuple(record[k] for k in ("host", "disk", "op", "latency", "period_s", "period_start_ns"))
 

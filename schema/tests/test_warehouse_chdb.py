@@ -41,9 +41,7 @@ def test_up_then_down_leaves_nothing(engine):
     assert migrator.skipped == [], "chdb is a modern engine: nothing may be skipped"
     assert {m.version for m in migrate.discover()} == migrator.applied()
     migrator.down()
-    databases = f"('{db}', '{migrate.ingest_database(db)}')"
-    assert engine.rows(f"SELECT count() FROM system.databases WHERE name IN {databases}") == [("0",)]
-    assert engine.rows(f"SELECT count() FROM system.tables WHERE database IN {databases}") == [("0",)]
+    warehouse_fixture.assert_nothing_left(engine.rows, db)
 
 
 def structure(engine, db):
