@@ -15,6 +15,11 @@ GO := $(shell command -v go || echo /usr/local/go/bin/go)
 VENV := $(IOPIPE_CACHE)/venv-$(shell sha256sum integration-tests/requirements.txt | cut -c1-12)
 PYTHON := $(VENV)/bin/python
 MVN := mvn -B -q -Dstyle.color=never
+# Cargo passes make's flags on to the make its build scripts run (libbpf-sys's), whose
+# output goes to /dev/null. Under the unit tier's output sync (make -O) that make
+# write-locks its stdout, and dockerd holds a read lock on /dev/null: on a machine
+# building the agent for the first time, it waited for ever. Output sync is off for them.
+CARGO := MAKEFLAGS="$$MAKEFLAGS --output-sync=none" cargo
 JOB_JAR := stream-jobs/target/iopipe-stream-jobs.jar
 JOB_SOURCES := stream-jobs/pom.xml $(shell find stream-jobs/src/main stream-jobs/src/bench schema/records schema/topics.json schema/signing.json schema/pipeline.json -type f 2>/dev/null)
 
@@ -51,7 +56,7 @@ $(VENV)/.installed:
 
 agent:
 	@echo "[iopipe] building the agent (cargo, release)"
-	@cd agent && cargo build --release --locked
+	@cd agent && $(CARGO) build --release --locked
 
 jobs: $(JOB_JAR)
 
@@ -108,12 +113,12 @@ $(IOPIPE_ALERTMANAGER_BIN):
 # structure checked against Vector 0.50's component reference.
 test-vector: $(VENV)/.installed agent
 	@echo "[iopipe] Vector pipeline tests (VRL by the vrl crate, config tests, config structure)"
-	@cd infra/vector/vrl-check && cargo test --release --locked
+	@cd infra/vector/vrl-check && $(CARGO) test --release --locked
 	@$(PYTHON) -m pytest -q infra/vector/tests
 
 test-agent:
 	@echo "[iopipe] agent tests (cargo test)"
-	@cd agent && cargo test --release --locked
+	@cd agent && $(CARGO) test --release --locked
 
 test-jobs:
 	@echo "[iopipe] stream job tests (maven)"
