@@ -157,3 +157,101 @@ def test_pipeline_json_is_what_its_schema_says():
 def test_an_anomalys_evidence_text_is_its_evidence():
     for record in ndjson(SCHEMA / "examples" / "io.anomaly.v1.valid.ndjson"):
         assert json.loads(record["evidence_json"]) == record["evidence"]
+
+
+# The most bytes one value of a type takes in JSON as the job writes it (Jackson: a long
+# in at most 20 characters, a double in at most 24); a string's character in at most 6
+# (a control character escaped as \u00XX; beyond the BMP, 4 bytes of UTF-8).
+INTEGER_BYTES, NUMBER_BYTES, CHARACTER_BYTES = 20, 24, 6
+# An object a schema leaves open whose bound another field states: io.anomaly.v1's
+# evidence is the object its evidence_json writes (its description says so), at most 4
+# bytes a character, unescaped.
+WRITTEN_AS = {("io.anomaly.v1", "evidence"): "evidence_json"}
+
+
+class Unbounded(AssertionError):
+    pass
+
+
+def largest_json_bytes(root, node, at, record):
+    """The most bytes a value `node` admits takes as JSON; raises Unbounded naming the
+    first field at `at` the schema leaves without a bound."""
+    if "$ref" in node:
+        target = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    if "const" in node:
+        return len(json.dumps(node["const"]))
+    if "enum" in node:
+        return max(len(json.dumps(value)) for value in node["enum"])
+    for keyword in ("oneOf", "anyOf"):
+        if keyword in node:
+            return max(largest_json_bytes(root, branch, at, record) for branch in node[keyword])
+    types = node.get("type")
+    types = types if isinstance(types, list) else [types]
+    return max(largest_of_type(root, node, kind, at, record) for kind in types)
+
+
+def largest_of_type(root, node, kind, at, record):
+    if kind == "string":
+        if "maxLength" not in node:
+            raise Unbounded(f"{record}{at}: a string without maxLength")
+        return 2 + CHARACTER_BYTES * node["maxLength"]
+    if kind == "integer":
+        return INTEGER_BYTES
+    if kind == "number":
+        return NUMBER_BYTES
+    if kind in ("boolean", "null"):
+        return 5
+    if kind == "array":
+        if "maxItems" not in node:
+            raise Unbounded(f"{record}{at}: an array without maxItems")
+        return 2 + node["maxItems"] * (1 + largest_json_bytes(root, node.get("items", {}), at + "[]", record))
+    if kind == "object":
+        return largest_object(root, node, at, record)
+    raise Unbounded(f"{record}{at}: no type, const or enum bounds it")
+
+
+def largest_object(root, node, at, record):
+    total = 2
+    for name, sub in node.get("properties", {}).items():
+        field = f"{at}/{name}"
+        if (record, name) in WRITTEN_AS and not at:
+            value = 4 * node["properties"][WRITTEN_AS[record, name]]["maxLength"]
+        else:
+            value = largest_json_bytes(root, sub, field, record)
+        total += len(json.dumps(name)) + 2 + value
+    others = node.get("additionalProperties", False)  # the job writes the fields a schema names, no others
+    if others is False:
+        return total
+    names = node.get("propertyNames", {})
+    count = node.get("maxProperties", len(names.get("enum", ())) or None)
+    if count is None or not ("enum" in names or "maxLength" in names) or others is True:
+        raise Unbounded(f"{record}{at}: an object open to names without a bound on their number and length")
+    return total + count * (largest_json_bytes(root, names, at + "/<name>", record) + 2
+                            + largest_json_bytes(root, others, at + "/*", record))
+
+
+def records_the_job_writes():
+    """Its verdicts, windows, rollups and dead letters. (The agent records it passes on as
+    accepted are as their hosts sent them: one over the sink's size goes as a dead letter.)"""
+    listed = json.loads((SCHEMA / "topics.json").read_text())
+    return sorted(t["record"] for t in listed["topics"] if t["producer"] in ("stream-jobs", "any"))
+
+
+@pytest.mark.parametrize("name", records_the_job_writes())
+def test_the_largest_record_the_job_may_write_fits_its_sink(name):
+    """Every field of what the job writes is bounded, and the largest record its schema
+    allows (escapes at their worst) fits in what the sink sends as one record: a record
+    over it would go as a dead letter, and a verdict so be lost."""
+    limit = json.loads((SCHEMA / "topics.json").read_text())["record_size"]["max_record_bytes"]
+    schema = load_schema(name)
+    assert largest_json_bytes(schema, schema, "", name) <= limit
+
+
+def test_an_output_names_its_disk_within_the_bounds_of_the_records_it_came_from():
+    host, disk = (load_schema("io.hist.v1")["properties"][field] for field in ("host", "disk"))
+    for name in ("io.anomaly.v1", "io.health.v1", "io.window.v1", "io.latency.v1"):
+        fields = load_schema(name)["properties"]
+        assert (fields["host"]["maxLength"], fields["disk"]["maxLength"]) == (host["maxLength"], disk["maxLength"]), name

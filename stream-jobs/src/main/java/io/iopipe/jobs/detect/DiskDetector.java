@@ -3,6 +3,8 @@ package io.iopipe.jobs.detect;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
+import io.iopipe.jobs.records.RecordSchema;
+import io.iopipe.jobs.records.Texts;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -14,6 +16,9 @@ import java.util.Optional;
  */
 public final class DiskDetector {
     public static final String ANOMALY_SCHEMA = "io.anomaly.v1";
+    private static final RecordSchema ANOMALY = RecordSchema.of(ANOMALY_SCHEMA);
+    static final int MAX_SUMMARY_CHARS = ANOMALY.maxLength("summary");
+    static final int MAX_EVIDENCE_CHARS = ANOMALY.maxLength("evidence_json");
     /** Findings of a kind closer than this belong to one episode: one anomaly, not one per window. */
     static final long EPISODE_QUIET_NS = 5L * 60 * 1_000_000_000L;
     static final double SERVICE_BASELINE_ALPHA = 0.05;
@@ -107,9 +112,10 @@ public final class DiskDetector {
         a.put("severity", severity.wireName());
         a.put("start_ns", startNs);
         a.put("end_ns", endNs);
-        a.put("summary", summary);
-        a.set("evidence", evidence);
-        a.put("evidence_json", Json.write(evidence));
+        a.put("summary", Texts.cut(summary, MAX_SUMMARY_CHARS));
+        ObjectNode shown = Evidence.within(evidence, MAX_EVIDENCE_CHARS);
+        a.set("evidence", shown);
+        a.put("evidence_json", Json.write(shown));
         return new OutputRecord(ANOMALY_SCHEMA, OutputRecord.diskKey(host, disk), Json.write(a));
     }
 

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.PipelineTimings;
+import io.iopipe.jobs.records.RecordSchema;
+import io.iopipe.jobs.records.Texts;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -16,6 +18,9 @@ import java.util.Optional;
  */
 public final class DiskHealth {
     public static final String SCHEMA = "io.health.v1";
+    private static final RecordSchema HEALTH = RecordSchema.of(SCHEMA);
+    static final int MAX_REASON_CHARS = HEALTH.maxLength("reason");
+    static final int MAX_ANOMALY_IDS = HEALTH.maxItems("anomaly_ids");
     public static final String HEALTHY = "healthy";
     public static final String SUSPECT = "suspect";
     public static final String FAILING = "failing";
@@ -91,8 +96,8 @@ public final class DiskHealth {
         r.put("ts_ns", span.endNs());
         r.put("from_state", h.health);
         r.put("to_state", to);
-        r.put("reason", reason);
-        anomalyIds.forEach(r.putArray("anomaly_ids")::add);
+        r.put("reason", Texts.cut(reason, MAX_REASON_CHARS));
+        anomalyIds.stream().limit(MAX_ANOMALY_IDS).forEach(r.putArray("anomaly_ids")::add);
         if (ticketAction != null) {
             r.putObject("ticket").put("action", ticketAction).put("ticket_id", h.ticketId);
         }

@@ -14,6 +14,43 @@ final class Evidence {
 
     private Evidence() {}
 
+    /**
+     * The evidence as a record may carry it: written within {@code maxChars}, its longest
+     * fields left out first, their names listed in evidence_cut. The detectors bound what
+     * they show (a burst's foot and top, five worst events); this holds if one day one
+     * does not, so the verdict still goes out.
+     */
+    static ObjectNode within(ObjectNode evidence, int maxChars) {
+        if (Json.write(evidence).length() <= maxChars) {
+            return evidence;
+        }
+        ObjectNode shown = evidence.deepCopy();
+        ArrayNode cut = Json.MAPPER.createArrayNode();
+        for (String longest = longestField(shown); longest != null && Json.write(shown).length() > maxChars;
+             longest = longestField(shown)) {
+            shown.remove(longest);
+            cut.add(longest);
+            shown.set(CUT, cut);
+        }
+        return shown;
+    }
+
+    private static String longestField(ObjectNode evidence) {
+        String longest = null;
+        int longestChars = -1;
+        for (var field : evidence.properties()) {
+            int chars = Json.write(field.getValue()).length();
+            if (!field.getKey().equals(CUT) && chars > longestChars) {
+                longest = field.getKey();
+                longestChars = chars;
+            }
+        }
+        return longest;
+    }
+
+    /** The field naming what {@link #within} left out. */
+    static final String CUT = "evidence_cut";
+
     static ObjectNode of(DiskWindow w, String op) {
         ObjectNode e = Json.object();
         e.put("window_start_ns", w.startNs);

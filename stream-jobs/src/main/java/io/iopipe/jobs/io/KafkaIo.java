@@ -27,9 +27,9 @@ import org.apache.kafka.common.header.Header;
  */
 public final class KafkaIo {
     /** The sink producer's largest request (Kafka's default, stated): the brokers take a message of this size. */
-    static final int MAX_REQUEST_BYTES = 1 << 20;
+    static final int MAX_REQUEST_BYTES = Topics.maxRequestBytes();
     /** What one record may take of a request: the rest is for the batch's and the record's framing and headers. */
-    static final int MAX_RECORD_BYTES = MAX_REQUEST_BYTES - 16 * 1024;
+    static final int MAX_RECORD_BYTES = Topics.maxRecordBytes();
 
     private KafkaIo() {}
 

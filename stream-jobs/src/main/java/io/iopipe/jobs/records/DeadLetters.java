@@ -23,28 +23,12 @@ public final class DeadLetters {
         ObjectNode dl = Json.object();
         dl.put("schema", SCHEMA);
         dl.put("ts_ns", nowNs);
-        dl.put("stage", cut(stage, MAX_STAGE_CHARS));
-        dl.put("source", source == null || source.isEmpty() ? "unknown" : cut(source, MAX_SOURCE_CHARS));
-        dl.put("reason", cut(reason, MAX_REASON_CHARS));
-        dl.put("raw", prefix(text, MAX_RAW_CHARS));
+        dl.put("stage", Texts.cut(stage, MAX_STAGE_CHARS));
+        dl.put("source", source == null || source.isEmpty() ? "unknown" : Texts.cut(source, MAX_SOURCE_CHARS));
+        dl.put("reason", Texts.cut(reason, MAX_REASON_CHARS));
+        dl.put("raw", Texts.prefix(text, MAX_RAW_CHARS));
         dl.put("raw_truncated", truncated);
         return new OutputRecord(SCHEMA, dl.get("source").asText(), Json.write(dl));
-    }
-
-    /** At most `max` characters of `text`, a cut one ending in "…". */
-    static String cut(String text, int max) {
-        return text.length() <= max ? text : prefix(text, max - 1) + "…";
-    }
-
-    /**
-     * The first `max` characters of `text` or fewer, never half a surrogate pair, which
-     * would not encode. (JSON Schema counts code points, Java UTF-16 units: within the
-     * units is within the points.)
-     */
-    private static String prefix(String text, int max) {
-        int end = Math.min(max, text.length());
-        return end > 0 && end < text.length() && Character.isHighSurrogate(text.charAt(end - 1))
-                ? text.substring(0, end - 1) : text.substring(0, end);
     }
 
     public static long wallClockNs() {

@@ -53,6 +53,24 @@ public final class Topics {
         return group.asText();
     }
 
+    /** The sink producer's largest request, in bytes (schema/topics.json's record_size). */
+    public static int maxRequestBytes() {
+        return recordSize("max_request_bytes");
+    }
+
+    /** What one record may take of a request, in bytes: the rest is for framing and headers. */
+    public static int maxRecordBytes() {
+        return recordSize("max_record_bytes");
+    }
+
+    private static int recordSize(String field) {
+        JsonNode bytes = TOPICS_JSON.path("record_size").path(field);
+        if (!bytes.canConvertToInt()) {
+            throw new IllegalStateException("schema/topics.json states no record_size." + field);
+        }
+        return bytes.intValue();
+    }
+
     private static Map<String, String> byRecord(String list) {
         Map<String, String> byRecord = new LinkedHashMap<>();
         for (JsonNode topic : TOPICS_JSON.get(list)) {
