@@ -255,9 +255,10 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     """The real agent with host A's principal and key, run as itself and then claiming to
     be host B; a failing disk's records (S1) written for B with A's key, and A's own
     records each followed in its message by B's (the whole signed by A), beside the same
-    records of an honest host signed with its own: B's are each a dead letter saying why,
-    counted, and nothing of B reaches the accepted topics or any table (windows,
-    anomalies, health: no ticket), while the honest host's failing disk is found."""
+    records of an honest host signed with its own, and A's own records replayed onto another
+    agent topic: B's and the replays are each a dead letter saying why, counted, and
+    nothing of them reaches the accepted topics or any table (windows, anomalies, health:
+    no ticket), while the honest host's failing disk is found."""
     brokers, reader = pipeline.ports.brokers, pipeline.reader
     suffix = uuid.uuid4().hex[:6]
     speaker, victim, honest = f"speaker-{suffix}", f"victim-{suffix}", f"honest-{suffix}"
@@ -278,6 +279,11 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     produce(brokers, smuggling, headers=signed_by_speaker,
             value_of=lambda own: (json.dumps(own) + json.dumps({**own, "host": victim})).encode())
     produce(brokers, scenarios.shifted_to_now([{**r, "host": honest} for r in s1]))
+    # The speaker's own records, signed by it, replayed onto another agent topic: a
+    # signature covers the record's schema, and a schema is taken from its topic only.
+    replayed = scenarios.shifted_to_now([{**r, "host": speaker, "disk": "sdr"} for r in s1])[:20]
+    elsewhere = {schema: TOPICS["io.hist.v1" if schema == "io.event.v1" else "io.event.v1"] for schema in TOPICS}
+    produce(brokers, replayed, headers=signed_by_speaker, topics=elsewhere)
 
     wait_for("the speaker's own samples accepted", timeout_s=120,
              check=lambda: consume_host(brokers, ACCEPTED_TOPICS["io.diskstats.v1"], speaker))
@@ -288,6 +294,10 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     assert all(letter["reason"].startswith(f"unverified host: the signature is not host {victim}'s")
                for letter in refused), refused[:3]
     assert len(letters) - len(refused) == len(smuggling), letters[:3]
+    replays = wait_for("a dead letter for every record replayed onto another topic", timeout_s=120, check=lambda: (
+        found if len(found := [letter for letter in dead_letters_naming(brokers, speaker)
+                               if " record on topic " in letter["reason"]]) >= len(replayed) else None))
+    assert len(replays) == len(replayed), replays[:3]
     anomalies = wait_for("the honest host's failing disk", timeout_s=300, check=lambda: reader.rows(
         f"SELECT kind FROM iopipe.anomalies FINAL WHERE host = '{honest}' AND disk = 'sdb'"))
     assert ("failing_disk",) in anomalies
@@ -295,6 +305,7 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
         assert not consume_host(brokers, topic, victim), topic
     for table in ("windows", "anomalies", "health", "diskstats", "histograms", "events"):
         assert reader.rows(f"SELECT count() FROM iopipe.{table} WHERE host = '{victim}'") == [("0",)], table
+        assert reader.rows(f"SELECT count() FROM iopipe.{table} WHERE host = '{speaker}' AND disk = 'sdr'") == [("0",)], table
     # Flink's REST API serves metrics as its fetcher last read them, every 10 s.
     wait_for("the refused records counted", timeout_s=60,
              check=lambda: _job_counter(pipeline, "records_unverified_host_total") >= len(refused))

@@ -89,7 +89,7 @@ public final class KafkaIo {
         public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<RawRecord> out) {
             String text = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
             Header signature = record.headers().lastHeader(HostSignatures.HEADER);
-            out.collect(new RawRecord(record.topic() + "/" + record.partition() + "@" + record.offset(), text,
+            out.collect(RawRecord.fromTopic(record.topic(), record.topic() + "/" + record.partition() + "@" + record.offset(), text,
                     signature == null || signature.value() == null ? null
                             : new String(signature.value(), StandardCharsets.US_ASCII)));
         }

@@ -10,6 +10,7 @@ import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.RecordDecoder;
+import io.iopipe.jobs.records.Topics;
 import io.iopipe.jobs.records.WindowDecoder;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
@@ -69,6 +70,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
                 return;
             }
             String schema = RecordDecoder.schemaOf(node);
+            onItsOwnTopic(schema, raw);
             if (WindowDecoder.SCHEMA.equals(schema)) {
                 WindowDecoder.sample(node, nowNs).ifPresent(w -> ctx.output(Pipeline.INPUT_WINDOWS, w));
                 decoded.inc();
@@ -93,6 +95,17 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         } catch (DecodeException e) {
             deadLettered.inc();
             ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, e.getMessage(), raw.text, nowNs));
+        }
+    }
+
+    /**
+     * A signature covers the record's schema, and topics.json gives each schema one topic:
+     * a record read off its topic and written to another (replayed there) is refused.
+     */
+    private static void onItsOwnTopic(String schema, RawRecord raw) throws DecodeException {
+        if (raw.topic != null && Topics.records().contains(schema) && !raw.topic.equals(Topics.forRecord(schema))) {
+            throw new DecodeException("a " + schema + " record on topic " + raw.topic + ": each record is taken from "
+                    + Topics.forRecord(schema) + " only (schema/topics.json)");
         }
     }
 

@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Test;
@@ -127,6 +128,50 @@ class AcceptedRecordsTest {
         assertEquals(signedByOwnHost, accepted, "every record signed by its own host, and only those");
         int perKind = signedByOwnHost.size();
         assertEquals(Map.of("forged", perKind, "unsigned", perKind, "smuggling", perKind), refusedAs);
+    }
+
+    /**
+     * A signature covers a record's schema, which topics.json gives one topic: a record
+     * signed by its own host, read off its topic and written to another, is refused there.
+     */
+    @Test
+    void aSignedRecordReplayedOntoAnotherTopicIsRefused(@TempDir Path dir) throws Exception {
+        Path secretFile = dir.resolve("signing.secret");
+        Files.writeString(secretFile, "3c".repeat(32) + "\n");
+        HostSignatures signatures = HostSignatures.ofSecret(HexFormat.of().parseHex("3c".repeat(32)));
+        List<RawRecord> input = new ArrayList<>();
+        Set<String> onItsTopic = new TreeSet<>();
+        int replays = 0;
+        for (String schema : AGENT_RECORDS) {
+            for (JsonNode valid : SchemaFiles.validExamples(schema)) {
+                String text = valid.toString();
+                String signature = signatures.sign(valid.get("host").asText(), bytes(text));
+                for (String topic : AGENT_RECORDS.stream().map(Topics::forRecord).toList()) {
+                    input.add(RawRecord.fromTopic(topic, topic + "/0@" + input.size(), text, signature));
+                    if (topic.equals(Topics.forRecord(schema))) {
+                        onItsTopic.add(text);
+                    } else {
+                        replays++;
+                    }
+                }
+            }
+        }
+        Pipeline.Config config = new Pipeline.Config();
+        config.signingSecret = secretFile.toString();
+
+        Set<String> accepted = new TreeSet<>();
+        int refused = 0;
+        for (OutputRecord r : run(input, config)) {
+            if (r.acceptedInput) {
+                assertTrue(accepted.add(r.json), "taken twice: " + r.json);
+            } else if (DeadLetters.SCHEMA.equals(r.schema)) {
+                JsonNode out = Json.MAPPER.readTree(r.json);
+                assertTrue(out.get("reason").asText().contains(" record on topic "), out.toString());
+                refused++;
+            }
+        }
+        assertEquals(onItsTopic, accepted);
+        assertEquals(replays, refused);
     }
 
     /**
