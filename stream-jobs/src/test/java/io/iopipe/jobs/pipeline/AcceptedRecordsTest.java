@@ -16,6 +16,7 @@ import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
 import io.iopipe.jobs.records.Topics;
 import io.iopipe.jobs.testing.SchemaFiles;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,6 +39,17 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class AcceptedRecordsTest {
     private static final List<String> AGENT_RECORDS = List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA);
+    private static final String SECRET_HEX = "3c".repeat(32);
+    private static final HostSignatures SIGNATURES = HostSignatures.ofSecret(HexFormat.of().parseHex(SECRET_HEX));
+
+    /** The job's settings with the master secret, written to a file in {@code dir}. */
+    private static Pipeline.Config withMasterSecret(Path dir) throws IOException {
+        Path secretFile = dir.resolve("signing.secret");
+        Files.writeString(secretFile, SECRET_HEX + "\n");
+        Pipeline.Config config = new Pipeline.Config();
+        config.signingSecret = secretFile.toString();
+        return config;
+    }
 
     @Test
     void passesOnEveryAgentRecordTheContractAcceptsAsSentAndNoneItRefuses() throws Exception {
@@ -87,27 +99,23 @@ class AcceptedRecordsTest {
      */
     @Test
     void withTheMasterSecretOnlyARecordSignedByItsOwnHostIsTaken(@TempDir Path dir) throws Exception {
-        Path secretFile = dir.resolve("signing.secret");
-        Files.writeString(secretFile, "3c".repeat(32) + "\n");
-        HostSignatures signatures = HostSignatures.ofSecret(HexFormat.of().parseHex("3c".repeat(32)));
         List<RawRecord> input = new ArrayList<>();
         Map<String, String> signedByOwnHost = new TreeMap<>();
         for (String schema : AGENT_RECORDS) {
             for (JsonNode valid : SchemaFiles.validExamples(schema)) {
                 String own = valid.toString();
                 String host = valid.get("host").asText();
-                input.add(new RawRecord("own " + schema, own, signatures.sign(host, bytes(own))));
+                input.add(new RawRecord("own " + schema, own, SIGNATURES.sign(host, bytes(own))));
                 signedByOwnHost.put(own, host + "/" + valid.get("disk").asText());
                 String forged = ((ObjectNode) valid.deepCopy()).put("host", "victim-" + host).toString();
-                input.add(new RawRecord("forged " + schema, forged, signatures.sign(host, bytes(forged))));
+                input.add(new RawRecord("forged " + schema, forged, SIGNATURES.sign(host, bytes(forged))));
                 input.add(new RawRecord("unsigned " + schema, ((ObjectNode) valid.deepCopy()).put("host", "quiet-" + host).toString()));
                 // Signed whole by its own host, a second record after the first names another.
                 String smuggling = own + ((ObjectNode) valid.deepCopy()).put("host", "smuggled-" + host);
-                input.add(new RawRecord("smuggling " + schema, smuggling, signatures.sign(host, bytes(smuggling))));
+                input.add(new RawRecord("smuggling " + schema, smuggling, SIGNATURES.sign(host, bytes(smuggling))));
             }
         }
-        Pipeline.Config config = new Pipeline.Config();
-        config.signingSecret = secretFile.toString();
+        Pipeline.Config config = withMasterSecret(dir);
 
         Map<String, String> accepted = new TreeMap<>();
         Map<String, Integer> refusedAs = new TreeMap<>();
@@ -136,16 +144,13 @@ class AcceptedRecordsTest {
      */
     @Test
     void aSignedRecordReplayedOntoAnotherTopicIsRefused(@TempDir Path dir) throws Exception {
-        Path secretFile = dir.resolve("signing.secret");
-        Files.writeString(secretFile, "3c".repeat(32) + "\n");
-        HostSignatures signatures = HostSignatures.ofSecret(HexFormat.of().parseHex("3c".repeat(32)));
         List<RawRecord> input = new ArrayList<>();
         Set<String> onItsTopic = new TreeSet<>();
         int replays = 0;
         for (String schema : AGENT_RECORDS) {
             for (JsonNode valid : SchemaFiles.validExamples(schema)) {
                 String text = valid.toString();
-                String signature = signatures.sign(valid.get("host").asText(), bytes(text));
+                String signature = SIGNATURES.sign(valid.get("host").asText(), bytes(text));
                 for (String topic : AGENT_RECORDS.stream().map(Topics::forRecord).toList()) {
                     input.add(RawRecord.fromTopic(topic, topic + "/0@" + input.size(), text, signature));
                     if (topic.equals(Topics.forRecord(schema))) {
@@ -156,8 +161,7 @@ class AcceptedRecordsTest {
                 }
             }
         }
-        Pipeline.Config config = new Pipeline.Config();
-        config.signingSecret = secretFile.toString();
+        Pipeline.Config config = withMasterSecret(dir);
 
         Set<String> accepted = new TreeSet<>();
         int refused = 0;
@@ -202,10 +206,7 @@ class AcceptedRecordsTest {
                 input.add(new RawRecord("inflated " + schema, record.toString()));
             }
         }
-        Path secretFile = dir.resolve("signing.secret");
-        Files.writeString(secretFile, "3c".repeat(32) + "\n");
-        Pipeline.Config signed = new Pipeline.Config();
-        signed.signingSecret = secretFile.toString();
+        Pipeline.Config signed = withMasterSecret(dir);
 
         for (Pipeline.Config config : List.of(new Pipeline.Config(), signed)) {
             long letters = 0;
