@@ -16,6 +16,7 @@ heatmap from the disk dashboard's own panel SQL (/heatmap.svg), and the latency 
 of the window an anomaly was found in, from its evidence (/histogram.svg).
 """
 import argparse
+import http.client
 import json
 import logging
 import os
@@ -180,7 +181,7 @@ class Bridge:
                 with urllib.request.urlopen(request, timeout=10) as response:
                     response.read()
                 self.counters.add("alerts_posted_total", len(alerts))
-            except (urllib.error.URLError, OSError) as e:
+            except (http.client.HTTPException, OSError) as e:  # URLError too; closed, reset or cut short
                 # The next cycle posts every ticket again: that is the retry.
                 self.counters.add("post_failures_total")
                 log.warning("posting %d alerts to %s failed: %s%s; retrying next cycle", len(alerts), url, e, _reason(e))

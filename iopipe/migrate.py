@@ -46,6 +46,7 @@ their rows reach both through replication.
 """
 import argparse
 import functools
+import http.client
 import json
 import os
 import re
@@ -91,6 +92,9 @@ class ClickHouseHttp:
             raise ClickHouseError(f"{e.read().decode().strip()}\n-- in:\n{sql}") from None
         except urllib.error.URLError as e:
             raise ClickHouseError(f"cannot reach ClickHouse at {self.url}: {e.reason}; is the server up?") from None
+        except (http.client.HTTPException, OSError) as e:  # closed, reset, cut short or timed out mid-reply
+            raise ClickHouseError(f"ClickHouse at {self.url} did not answer whole: {type(e).__name__}: {e}; "
+                                  "is the server up and not overloaded?") from None
 
     def json_rows(self, sql):
         """Rows of a SELECT as dicts (JSONEachRow): strings with any characters arrive intact."""

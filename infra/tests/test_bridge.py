@@ -2,7 +2,18 @@
 a few cycles ahead, a resolved one ends when its disk turned healthy, and a ticket waits
 for its labels (disk identity, opening anomaly) so they never change after its first post."""
 
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+
+import pytest
+
 from iopipe import bridge
+from iopipe.migrate import ClickHouseError, ClickHouseHttp
+from iopipe.paths import REPO
+from iopipe.readiness import wait_for
 
 NS = 10**9
 NOW_S = 1_795_000_000
@@ -74,3 +85,64 @@ def test_a_ticket_waits_for_its_labels_then_goes_with_what_is_known():
     (late,) = alerts([unknown_disk], now_s=NOW_S - 60 + bridge.LABELS_SETTLE_S)
     assert (late["labels"]["kind"], late["labels"]["model"]) == ("unknown", "")
     assert late["annotations"]["evidence"] == "no stored anomaly cited yet"
+
+
+class Misbehaving:
+    """A server that reads each request and then, as `how` says: closes the connection
+    without a word ("close"), never answers ("stall"), or sends a reply shorter than it
+    announced and closes ("cut")."""
+
+    def __init__(self, how):
+        self.how, self.held = how, []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            connection, _ = self.server.accept()
+            connection.recv(65536)
+            if self.how == "stall":
+                self.held.append(connection)
+                continue
+            if self.how == "cut":
+                connection.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{"host": "web-')
+            connection.close()
+
+
+@pytest.mark.parametrize("how", ["close", "stall", "cut"])
+def test_a_clickhouse_that_drops_stalls_or_cuts_short_a_reply_is_a_clickhouse_error(how):
+    with pytest.raises(ClickHouseError, match="did not answer whole"):
+        ClickHouseHttp(Misbehaving(how).url, "iopipe_bridge").query("SELECT 1", timeout=1)
+
+
+@pytest.mark.parametrize("how", ["close", "cut"])
+def test_an_alertmanager_that_drops_or_cuts_short_a_reply_is_a_failed_post_retried_next_cycle(how):
+    counters = bridge.Counters()
+    b = bridge.Bridge(FakeClickHouse([], [], []), [Misbehaving(how).url], "https://grafana", "http://bridge:9466",
+                      60.0, counters)
+    b.post([{"labels": {"alertname": "DiskFailing"}}])
+    assert counters.values["post_failures_total"] == 1
+
+
+def test_the_bridge_outlives_a_clickhouse_that_drops_every_connection():
+    """Run as in service: each cycle fails, is counted, and the next one comes (it once
+    ended with a traceback on the first dropped connection, and nothing restarted it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        listen = f"127.0.0.1:{probe.getsockname()[1]}"
+    process = subprocess.Popen([sys.executable, "-m", "iopipe.bridge", "--clickhouse", Misbehaving("close").url,
+                                "--alertmanager", Misbehaving("close").url, "--listen", listen, "--interval-s", "0.2"],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        def failures():
+            with urllib.request.urlopen(f"http://{listen}/metrics", timeout=2) as response:
+                metrics = dict(line.split() for line in response.read().decode().splitlines())
+            return int(metrics["iopipe_bridge_cycle_failures_total"])
+        wait_for("three failed cycles counted", lambda: process.poll() is None and failures() >= 3, timeout_s=30)
+        assert process.poll() is None
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=10)[0]
+    assert "Traceback" not in output, output
+    assert "did not answer whole" in output
