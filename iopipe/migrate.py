@@ -298,7 +298,7 @@ class Migrator:
         those of the migrations this call applies."""
         pending = self.pending(to_version)
         if passing_over is None:
-            passing_over = self.passed_over(to_version)
+            passing_over = self.passed_over(pending)
         for migration in pending:
             self.log(f"[migrate] up   {migration.version:04d}_{migration.name}")
             self._run(migration, "up", passing_over)
@@ -325,12 +325,12 @@ class Migrator:
             runnable.append(migration)
         return runnable
 
-    def passed_over(self, to_version=None):
-        """{(version, statement index)} of the pending migrations' statements that `up` leaves
-        out (`rowless_detours`), said in one line."""
+    def passed_over(self, pending):
+        """{(version, statement index)} of the statements of `pending` (as `pending()` gives
+        them) that `up` leaves out (`rowless_detours`), said in one line."""
         existing = {f"{db}.{name}" for db, name in self.client.rows(
             f"SELECT database, name FROM system.tables WHERE database IN ('{self.db}', '{ingest_database(self.db)}')")}
-        steps = [(m.version, m.statements("up", self.params)) for m in self.pending(to_version)]
+        steps = [(m.version, m.statements("up", self.params)) for m in pending]
         detours = rowless_detours(steps, existing)
         if detours:
             self.log(f"[migrate] {len(detours)} Kafka tables and views a later migration drops are neither "
@@ -413,7 +413,7 @@ def up_in_lockstep(migrators, to_version=None):
     every replica at once, as ON CLUSTER DDL does: creating a replicated table on two
     replicas at once is how they are made, and a Kafka table's DROP, which waits about
     3 s on 18.16 (for librdkafka's handles), waits once for all of them."""
-    passing_over = [migrator.passed_over(to_version) for migrator in migrators]
+    passing_over = [migrator.passed_over(migrator.pending(to_version)) for migrator in migrators]
     with ThreadPoolExecutor(len(migrators)) as pool:
         for migration in discover():
             if to_version is not None and migration.version > to_version:
