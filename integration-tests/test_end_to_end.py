@@ -284,13 +284,32 @@ def test_nothing_is_flagged_on_the_machines_own_disks(fleet):
 
 
 def test_every_anomaly_is_stored_with_the_evidence_of_its_window(fleet):
-    rows = fleet.pipeline.reader.json_rows(f"SELECT kind, start_ns, evidence_json FROM iopipe.anomalies FINAL "
-                                           f"WHERE host = {sql_string(fleet.host)}")
+    """Each anomaly names its window and shows its latency; its iostat line is there
+    exactly when the window had diskstats to compute one from, which is when the window's
+    iostat row is stored. A window may have none: a disk's first diskstats sample makes no
+    interval, so a burst in the window where the agent first saw the disk has no iostat."""
+    host = sql_string(fleet.host)
+    rows = fleet.pipeline.reader.json_rows(f"SELECT kind, disk, start_ns, evidence_json FROM iopipe.anomalies FINAL "
+                                           f"WHERE host = {host}")
     assert rows
+    anomalies = []
     for row in rows:
         kind, evidence = row["kind"], json.loads(row["evidence_json"])
         assert evidence["window_end_ns"] > evidence["window_start_ns"] >= int(row["start_ns"]), (kind, evidence)
-        assert evidence["device_histogram_us"] and "iostat" in evidence, (kind, evidence)
+        assert evidence["device_histogram_us"], (kind, evidence)
+        anomalies.append((kind, row["disk"], int(evidence["window_start_ns"]), int(evidence["window_end_ns"]),
+                          "iostat" in evidence))
+    assert any(with_iostat for *_, with_iostat in anomalies), anomalies
+
+    def iostat_windows_once_all_with_iostat_are_stored():
+        stored = {(r["disk"], int(r["window_start_ns"]), int(r["window_end_ns"])) for r in fleet.pipeline.reader.json_rows(
+            f"SELECT disk, window_start_ns, window_end_ns FROM iopipe.windows FINAL WHERE host = {host} AND op = 'all'")}
+        return stored if all((disk, s, e) in stored for _, disk, s, e, with_iostat in anomalies if with_iostat) else None
+
+    stored = wait_for("the iostat rows of the anomalies' windows", iostat_windows_once_all_with_iostat_are_stored,
+                      timeout_s=60)
+    for kind, disk, start_ns, end_ns, with_iostat in anomalies:
+        assert with_iostat == ((disk, start_ns, end_ns) in stored), (kind, disk, start_ns, with_iostat)
 
 
 @pytest.mark.after_the_rest
