@@ -266,7 +266,7 @@ def invalid_interval_examples():
         cases.append(_case(INTERVAL, "a histogram's part: " + case["why"], record,
                            field if field in HIST_SHARED else HIST_PREFIX + field))
     two = _interval(sample, [histogram, {**histogram, "latency": "queue"}], histogram["start_ns"], histogram["end_ns"])
-    cases.append(_case(INTERVAL, "not this record's schema", {**two, "schema": DISKSTATS}, "schema"))
+    cases.append(_case(INTERVAL, "schema names another record", {**two, "schema": "io.interval.v2"}, "schema"))
     cases.append(_case(INTERVAL, "the histogram arrays hold different numbers of histograms",
                        {**two, "hist_latency": ["device"]}, "hist_latency"))
     cases.append(_case(INTERVAL, "one op and latency kind twice", {**two, "hist_latency": ["device", "device"]},
@@ -288,7 +288,7 @@ def invalid_eventbatch_examples():
                 del record[f]
         cases.append(_case(EVENT_BATCH, "an event's part: " + case["why"], record, field))
     batch = valid_eventbatch_examples()[0]
-    cases.append(_case(EVENT_BATCH, "not this record's schema", {**batch, "schema": EVENT}, "schema"))
+    cases.append(_case(EVENT_BATCH, "schema names another record", {**batch, "schema": "io.eventbatch.v2"}, "schema"))
     cases.append(_case(EVENT_BATCH, "the arrays hold different numbers of events",
                        {**batch, "bytes": batch["bytes"][:-1]}, "bytes"))
     for field in ("host", "disk"):

@@ -57,7 +57,10 @@ fn every_invalid_agent_record_is_a_dead_letter_naming_its_fault() {
             let last = field.rsplit('.').next().unwrap();
             let reason = letter["reason"].as_str().unwrap();
             assert!(reason.contains(last), "{}: the reason names {field}: {reason}", case["why"]);
-            assert_eq!(letter["raw"], Json::from(line.as_str()));
+            // A batch one entry over its bound can outgrow the dead letter's raw, which keeps its start.
+            let max_raw_chars = common::max_length("io.deadletter.v1", "raw");
+            assert_eq!(letter["raw"], Json::from(line.chars().take(max_raw_chars).collect::<String>()));
+            assert_eq!(letter["raw_truncated"], Json::Bool(line.chars().count() > max_raw_chars));
             assert_eq!(letter["stage"], "vector/validate");
             refused += 1;
         }
