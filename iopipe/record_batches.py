@@ -142,6 +142,27 @@ def fold_events(events):
             for chunk in (events[i:i + EVENTS_PER_BATCH] for i in range(0, len(events), EVENTS_PER_BATCH))]
 
 
+def batched(records):
+    """One disk's records of one agent interval as the batched records: the latest diskstats
+    sample with the interval's histograms, any earlier sample alone (the agent's first, read
+    as it starts), the events in batches."""
+    by_schema = {}
+    for record in records:
+        by_schema.setdefault(record["schema"], []).append(record)
+    unknown = set(by_schema) - {DISKSTATS, HIST, EVENT}
+    if unknown:
+        raise ValueError(f"records of {sorted(unknown)} are not batched")
+    samples = sorted(by_schema.get(DISKSTATS, []), key=lambda s: s["ts_ns"])
+    histograms = by_schema.get(HIST, [])
+    if histograms and not samples:
+        raise ValueError("histograms travel with their interval's diskstats sample")
+    out = [fold_quiet_interval(s, s["ts_ns"], s["ts_ns"]) for s in samples[:-1]]
+    if samples:
+        out.append(fold_interval(samples[-1], histograms) if histograms
+                   else fold_quiet_interval(samples[-1], samples[-1]["ts_ns"], samples[-1]["ts_ns"]))
+    return out + fold_events(by_schema.get(EVENT, []))
+
+
 def unfold(record):
     """The io.diskstats.v1, io.hist.v1 and io.event.v1 records a batch holds (any other record as is)."""
     if record["schema"] == INTERVAL:

@@ -61,7 +61,9 @@ HELD_LAG_CHECKPOINTS = 3  # committed offsets trail the log end by up to an inte
 MIN_CHECKPOINTS = 3
 PLAIN_READ_S = 20
 TARGET_DISKS = 100_000
-AGENT_RECORDS = ("io.diskstats.v1", "io.event.v1", "io.hist.v1")  # what fleet.py's disks send
+# What fleet.py's disks send: the records one by one, or batched as the agent batches them.
+AGENT_RECORDS = {"single": ("io.diskstats.v1", "io.event.v1", "io.hist.v1"),
+                 "batched": ("io.eventbatch.v1", "io.interval.v1")}
 CPUS = os.cpu_count()
 
 
@@ -305,7 +307,7 @@ def checkpoint_failures_logged(cluster, job_id, most=2):
     return found[:most]
 
 
-def cluster_shape(ports):
+def cluster_shape(ports, records):
     """What the estimate for a larger fleet builds on: the job's parallelism, the TaskManagers,
     their slots and each slot's managed memory (RocksDB's, bytes), the agent topics' partitions."""
     taskmanagers = http_json(f"{ports.flink_url}/taskmanagers")["taskmanagers"]
@@ -313,7 +315,7 @@ def cluster_shape(ports):
     return {"parallelism": int(flink_config(ports)["parallelism.default"]), "taskmanagers": len(taskmanagers),
             "slots_per_taskmanager": slots,
             "managed_per_slot": taskmanagers[0]["memoryConfiguration"]["managedMemory"] / slots,
-            "partitions": min(t["partitions"] for t in RECORD_TOPICS if t["record"] in AGENT_RECORDS)}
+            "partitions": min(t["partitions"] for t in RECORD_TOPICS if t["record"] in AGENT_RECORDS[records])}
 
 
 def memory_gib():
@@ -332,9 +334,9 @@ def cpu_by_container(project):
 
 # ---------------------------------------------------------------- one fleet size
 
-def run_size(cluster, disks, seconds):
+def run_size(cluster, disks, seconds, records):
     ports = cluster.ports
-    topics = agent_topics(AGENT_RECORDS)
+    topics = agent_topics(AGENT_RECORDS[records])
     say(f"{disks:,} disks: emptying the agent topics, starting a fresh live job")
     empty_topics(ports.brokers, topics)
     group = f"{JOB_GROUP}-bench-fleet-{disks}-{uuid.uuid4().hex[:8]}"  # the job may read as its groups only
@@ -344,9 +346,9 @@ def run_size(cluster, disks, seconds):
         templates = Path(scratch) / "templates.tsv"
         # One to two windows ahead, on a window's boundary: time to write the templates.
         start_ms = (int(time.time()) // BASE_WINDOW_S + 2) * BASE_WINDOW_S * 1000
-        per_disk_s, by_schema = write_templates(templates, seconds, start_ms)
-        if set(by_schema) != set(AGENT_RECORDS):
-            sys.exit(f"fleet.py sends {sorted(by_schema)}, the benchmark measures the topics of {AGENT_RECORDS}")
+        per_disk_s, by_schema = write_templates(templates, seconds, start_ms, batched=records == "batched")
+        if set(by_schema) != set(AGENT_RECORDS[records]):
+            sys.exit(f"fleet.py sends {sorted(by_schema)}, the benchmark measures the topics of {AGENT_RECORDS[records]}")
         say(f"{disks:,} disks: {per_disk_s:.2f} records per disk-second, {disks * per_disk_s:,.0f} records/s, "
             f"from {time.strftime('%H:%M:%S', time.localtime(start_ms / 1000))}")
         cpu_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
@@ -586,6 +588,10 @@ def slots_for_target(runs, shape):
     return "\n".join(lines)
 
 
+BATCHED_NOTE = ("; the agent's records batched a disk and interval at a time, its diskstats sample with its "
+                "histograms and its events together: iopipe/record_batches.py")
+
+
 def report(runs, shape, command):
     held_runs = [r for r in runs if held(r)]
     first = runs[0]
@@ -603,7 +609,8 @@ def report(runs, shape, command):
         f"Each size: the agent topics emptied, a fresh live job, then {first['seconds']} s of a fleet's records on the "
         f"wall clock as `iopipe/synthetic/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind in "
         "every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
-        f"{first['per_disk_s']:.2f} records ({mix}). Records/s consumed: the job's consumer group's offsets, committed "
+        f"{first['per_disk_s']:.2f} records ({mix}{BATCHED_NOTE if 'io.interval.v1' in first['by_schema'] else ''}). "
+        "Records/s consumed: the job's consumer group's offsets, committed "
         f"by each checkpoint. Latency: for the disks of {PROBE_HOSTS} hosts, from when a {BASE_WINDOW_S} s "
         "window's last second was sent to Kafka to when its row is first seen in either ClickHouse replica (polled "
         f"every {POLL_S} s); it includes the job's wait for each disk's clock to pass the window's end by the "
@@ -669,17 +676,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--disks", default=SIZES, help="fleet sizes, in the order run")
     parser.add_argument("--seconds", type=int, default=SECONDS, help="seconds of agent records per size")
+    parser.add_argument("--records", choices=sorted(AGENT_RECORDS), default="batched",
+                        help="the agent records one by one, or batched (io.interval.v1, io.eventbatch.v1)")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
     java_classpath()  # exits naming what to build when a jar is missing
-    command = "make bench-fleet" if args.disks == SIZES and args.seconds == SECONDS else \
-        f"python3 -m iopipe.bench.scale --disks {args.disks} --seconds {args.seconds}"
+    command = "make bench-fleet" if (args.disks, args.seconds, args.records) == (SIZES, SECONDS, "batched") else \
+        f"python3 -m iopipe.bench.scale --disks {args.disks} --seconds {args.seconds} --records {args.records}"
     cluster = stack.Cluster.fresh(f"iopipe-bench-fleet-{uuid.uuid4().hex[:8]}")
     try:
         stack.cluster_up(cluster, submit=False)
         stack.migrate_clickhouse(cluster.ports, cluster.users, stack.CLICKHOUSE_CLUSTER)
-        shape = cluster_shape(cluster.ports)
-        runs = [run_size(cluster, int(disks), args.seconds) for disks in args.disks.split(",")]
+        shape = cluster_shape(cluster.ports, args.records)
+        runs = [run_size(cluster, int(disks), args.seconds, args.records) for disks in args.disks.split(",")]
     finally:
         say("removing the cluster")
         stack.cluster_down(cluster)

@@ -50,3 +50,19 @@ def test_events_unfold_as_sent_and_a_long_run_goes_in_several_batches():
 def test_records_of_other_schemas_unfold_to_themselves():
     record = rb._examples(rb.EVENT)[0]
     assert rb.unfold(record) == [record]
+
+
+def test_a_disks_interval_batches_into_one_interval_and_its_events():
+    sample = next(s for s in rb._examples(rb.DISKSTATS) if (s["host"], s["disk"]) == ("web-17", "sdb"))
+    first = {**sample, "ts_ns": sample["ts_ns"] - 10**9}
+    histogram = next(h for h in rb._examples(rb.HIST) if (h["host"], h["disk"]) == ("web-17", "sdb"))
+    events = [e for e in rb._examples(rb.EVENT) if (e["host"], e["disk"]) == ("web-17", "sdb")]
+    records = [histogram, sample, *events, first]
+    batches = rb.batched(records)
+    assert [b["schema"] for b in batches] == [rb.INTERVAL, rb.INTERVAL, rb.EVENT_BATCH]
+    assert batches[0]["ts_ns"] == first["ts_ns"] and batches[0]["hist_op"] == []
+    assert batches[1]["ts_ns"] == sample["ts_ns"] and batches[1]["hist_count"] == [histogram["count"]]
+    defaults = {rb.EVENT: {"timed_from": "dispatch"}, rb.HIST: {"errors": 0}}
+    as_sent = [{**defaults.get(r["schema"], {}), **r} for r in records]
+    unfolded = [r for b in batches for r in rb.unfold(b)]
+    assert sorted(json.dumps(r, sort_keys=True) for r in unfolded) == sorted(json.dumps(r, sort_keys=True) for r in as_sent)
