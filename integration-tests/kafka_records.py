@@ -8,6 +8,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from iopipe.record_batches import BATCHED_IN, unfold
 from iopipe.stack_kafka import fleet_signer, kafka_client
 
 TOPICS_JSON = json.loads((Path(__file__).resolve().parent.parent / "schema/topics.json").read_text())
@@ -44,6 +45,14 @@ def consume_host(brokers, topic, host):
         assert message.key().decode() == (f"{host}/{record['disk']}" if "disk" in record else host)
         return True
     return consume(brokers, topic, of_host, mentioning=host)
+
+
+def consume_agent_records(brokers, schema, host, topics=TOPICS):
+    """Every `schema` record (io.diskstats.v1, io.hist.v1 or io.event.v1) of `host`, as sent
+    or unfolded from the batch that carried it (an agent sends either), read back from
+    `topics` (the agents' by default, or ACCEPTED_TOPICS)."""
+    records = consume_host(brokers, topics[schema], host) + consume_host(brokers, topics[BATCHED_IN[schema]], host)
+    return [part for record in records for part in unfold(record) if part["schema"] == schema]
 
 
 def partitions_short_of_copies(brokers, min_in_sync):

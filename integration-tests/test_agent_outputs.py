@@ -1,6 +1,5 @@
 """The agent's other outputs: NDJSON to a unix socket (Vector's socket source), which may
 start after the agent and go away, and its counters on a Prometheus metrics endpoint."""
-import json
 import re
 import socket
 import subprocess
@@ -12,7 +11,7 @@ import pytest
 
 from iopipe.faultdisk import FaultDisk, timed_direct_reads
 
-from tracing_agent import TracingAgent
+from tracing_agent import TracingAgent, agent_records
 
 pytestmark = pytest.mark.disks
 
@@ -69,7 +68,7 @@ def test_unix_socket_output_survives_a_late_and_a_restarted_listener(agent_bin, 
     time.sleep(0.3)
     second.close()
 
-    records = [json.loads(line) for line in first.lines + second.lines]
+    records = agent_records(first.lines + second.lines)
     samples = {r["ts_ns"] for r in records if r["schema"] == "io.diskstats.v1"}
     assert len(samples) == 15, f"every sample arrives once the listener is back: {len(samples)}\n{stderr}"
     final = [r for r in records if r["schema"] == "io.agent.v1"][-1]["counters"]

@@ -17,7 +17,7 @@ import pytest
 
 from iopipe.faultdisk import FaultDisk, timed_direct_reads
 
-from tracing_agent import ATTACHED, RECONCILED_OPS
+from tracing_agent import ATTACHED, RECONCILED_OPS, agent_records
 
 pytestmark = pytest.mark.disks
 
@@ -51,7 +51,7 @@ class FileAgent:
     def records(self):
         """Its complete lines (a stopped agent may be halfway through one)."""
         text = self.out_path.read_text()
-        return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
+        return agent_records(text[:text.rfind("\n") + 1].splitlines())
 
     def stop(self):
         self.process.send_signal(signal.SIGTERM)

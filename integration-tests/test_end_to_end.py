@@ -24,7 +24,7 @@ from iopipe.faultdisk.seeds import SCENARIOS, Run, play_together, scenario_disk
 from iopipe.readiness import say, wait_for
 
 import tracing_agent
-from kafka_records import consume_host, dead_letters_naming
+from kafka_records import consume_agent_records, consume_host, dead_letters_naming
 
 pytestmark = pytest.mark.stack
 
@@ -136,7 +136,7 @@ def fleet(pipeline, tickets, agent_bin):
             log = agent.stop()
         assert "kafka_failed 0, kafka_shed 0" in log, log
         fleet.agent_summary = log.strip().splitlines()[-1]
-        fleet.agent_hists = [h for h in consume_host(pipeline.ports.brokers, "io.hist.v1", fleet.host)
+        fleet.agent_hists = [h for h in consume_agent_records(pipeline.ports.brokers, "io.hist.v1", fleet.host)
                              if h["latency"] == "device" and h["op"] in ("R", "W")]
         fleet.untraced = consume_host(pipeline.ports.brokers, "io.agent.v1", fleet.host)[-1].get("untraced_by_disk", {})
         sent = sum(h["count"] for h in fleet.agent_hists)

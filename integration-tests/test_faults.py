@@ -36,7 +36,8 @@ from iopipe.faultdisk.seeds import SCENARIOS, Run, scenario_disk
 from iopipe.flink_rest import _job_running, running_job
 from iopipe.readiness import clickhouse_answers, http_json, say, wait_for
 
-from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_host, dead_letters_naming, partitions_short_of_copies
+from kafka_records import (ACCEPTED_TOPICS, TOPICS, consume_agent_records, consume_host, dead_letters_naming,
+                           partitions_short_of_copies)
 from tracing_agent import RECONCILED_OPS, KafkaTracingAgent
 
 pytestmark = pytest.mark.cluster
@@ -193,12 +194,15 @@ class TracedDustyDisk:
     def read(self, record):
         return consume_host(self.cluster.ports.brokers, TOPICS[record], self.host)
 
+    def read_agent(self, record, topics=TOPICS):
+        return consume_agent_records(self.cluster.ports.brokers, record, self.host, topics)
+
     def wait_for_ticket(self):
         return wait_for(f"{self.host}'s ticket", timeout_s=180, check=lambda: [
             r for r in self.read("io.health.v1") if r.get("ticket", {}).get("action") == "open"])
 
     def histograms(self, ops):
-        return sum(h["count"] for h in self.read("io.hist.v1")
+        return sum(h["count"] for h in self.read_agent("io.hist.v1")
                    if h["disk"] == self.disk and h["latency"] == "device" and h["op"] in ops)
 
     def reported_missing(self, since_ns=0):
@@ -215,7 +219,7 @@ class TracedDustyDisk:
         completed past that position then. (How much that is depends on how long the brokers
         take to acknowledge: a second or two on a quiet machine, more under load.)"""
         killed_ns, accounted_at_kill, completed_at_kill = self.killed
-        device = [h for h in self.read("io.hist.v1") if h["disk"] == self.disk and h["latency"] == "device"]
+        device = [h for h in self.read_agent("io.hist.v1") if h["disk"] == self.disk and h["latency"] == "device"]
         second_traced = sum(h["count"] for h in device if h["op"] in RECONCILED_OPS and h["start_ns"] > killed_ns)
         second_missing = self.reported_missing(since_ns=killed_ns)
         assert self.completions_at_end - accounted_at_kill == second_traced + second_missing, \
@@ -245,7 +249,7 @@ class TracedDustyDisk:
         """window start (s after the workload started) -> (reads in its histograms, what each
         of its copies held), for each window whose last copy holds fewer reads than the
         histograms of its time."""
-        in_histograms = self.reads_by_window(self.read("io.hist.v1"))
+        in_histograms = self.reads_by_window(self.read_agent("io.hist.v1"))
         short = {start: reads for start, reads in sorted(in_histograms.items()) if windows.get(start, [0])[-1] != reads}
         copies = self.copies_of(short)
         accepted = self.accepted_reads(short)
@@ -263,7 +267,7 @@ class TracedDustyDisk:
     def accepted_reads(self, starts_ns):
         """window start -> the reads of the disk's histograms of its time that the job accepted
         (passed on to ClickHouse): what reached its windows operator."""
-        accepted = self.reads_by_window(consume_host(self.cluster.ports.brokers, ACCEPTED_TOPICS["io.hist.v1"], self.host))
+        accepted = self.reads_by_window(self.read_agent("io.hist.v1", ACCEPTED_TOPICS))
         return {start: accepted[start] for start in starts_ns}
 
     def copies_of(self, starts_ns):

@@ -27,7 +27,7 @@ from iopipe.stack_kafka import agent_access, kafka_access, kafka_client
 from iopipe.synthetic import scenarios
 
 from conftest import services
-from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_host, dead_letters_naming, produce
+from kafka_records import ACCEPTED_TOPICS, TOPICS, consume_agent_records, consume_host, dead_letters_naming, produce
 
 pytestmark = pytest.mark.stack
 
@@ -286,7 +286,7 @@ def test_an_agent_speaks_only_for_its_own_host(pipeline, agent_bin):
     produce(brokers, replayed, headers=signed_by_speaker, topics=elsewhere)
 
     wait_for("the speaker's own samples accepted", timeout_s=120,
-             check=lambda: consume_host(brokers, ACCEPTED_TOPICS["io.diskstats.v1"], speaker))
+             check=lambda: consume_agent_records(brokers, "io.diskstats.v1", speaker, ACCEPTED_TOPICS))
     letters = wait_for("a dead letter for every forged or smuggling record and the agent's claims", timeout_s=180,
                        check=lambda: (letters if len(letters := dead_letters_naming(brokers, victim))
                                       > len(forged) + len(smuggling) else None))

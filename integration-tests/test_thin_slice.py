@@ -13,7 +13,7 @@ from iopipe.readiness import wait_for
 from iopipe.stack_kafka import agent_access
 
 import iostat_reference
-from kafka_records import consume_host
+from kafka_records import consume_agent_records
 
 pytestmark = pytest.mark.stack
 
@@ -53,7 +53,7 @@ def test_clickhouse_windows_equal_what_the_diskstats_deltas_imply(pipeline, agen
     host = f"itest-{uuid.uuid4().hex[:8]}"
     summary = run_agent_with_disk_io(agent_bin, pipeline.ports.brokers, host, tmp_path / "dd.bin")
 
-    samples = consume_host(pipeline.ports.brokers, "io.diskstats.v1", host)
+    samples = consume_agent_records(pipeline.ports.brokers, "io.diskstats.v1", host)
     disks = {s["disk"] for s in samples}
     assert len(samples) == SAMPLES * len(disks), summary
     expected = iostat_reference.windows(samples, WINDOW_S)

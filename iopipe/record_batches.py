@@ -26,6 +26,8 @@ HIST_PREFIX = "hist_"
 HIST_SHARED = ("schema", "host", "disk", "start_ns", "end_ns")
 # The fields a batch's events share with it.
 EVENT_SHARED = ("schema", "host", "disk")
+# The batched record that carries each record an agent may send batched.
+BATCHED_IN = {DISKSTATS: INTERVAL, HIST: INTERVAL, EVENT: EVENT_BATCH}
 # Events in one batch at most: about the agent's default budget of a disk-second (1,000);
 # about 120 KB of JSON, well under a Kafka message's 1 MB. A second of more goes in several.
 EVENTS_PER_BATCH = 1024
