@@ -24,6 +24,7 @@ clock, cannot be held: it stops there. Then, with the job cancelled, a plain con
 reads the same records (bytes only) for up to PLAIN_READ_S.
 """
 import argparse
+import json
 import math
 import os
 import resource
@@ -51,6 +52,8 @@ from iopipe.stack_kafka import kafka_access, kafka_client, kafka_java_config
 from iopipe.synthetic import fleet
 
 OUT = JOBS / "bench" / "RESULTS-fleet.md"
+# The sizing of a TARGET_DISKS fleet the results give, as infra/tests/test_k8s_manifests.py reads it.
+SIZING = JOBS / "bench" / "fleet-sizing.json"
 WARM_UP_S = 30
 POLL_S = 1
 PROGRESS_EVERY_S = 10
@@ -550,40 +553,58 @@ def mib(value):
     return None if value is None else value / 2**20
 
 
-def slots_for_target(runs, shape):
-    """TaskManager slots a TARGET_DISKS fleet needs, from the measured per-slot rate and state."""
-    lines = [f"## TaskManager slots for {TARGET_DISKS:,} disks", ""]
+def sizing(runs, shape):
+    """What a TARGET_DISKS fleet needs, from the measured per-slot rate and state: the figures
+    RESULTS-fleet.md states and infra/k8s/flink.yaml is tested against (SIZING)."""
     fastest = max(runs, key=lambda r: r["consumed_rate"])
     per_slot = fastest["consumed_rate"] / shape["parallelism"]
     if not per_slot:
-        return "\n".join(lines + ["No size consumed records: no estimate.", ""])
+        return None
     needed = TARGET_DISKS * fastest["per_disk_s"]
-    by_rate = math.ceil(needed / per_slot)
-    bound = "" if fastest["limited_by"] == "job" else " (the job did not limit that size: a slot does at least this)"
-    lines.append(
-        f"- Records: {TARGET_DISKS:,} disks × {fastest['per_disk_s']:.2f} records per disk-second = {needed:,.0f} "
-        f"records/s. The job's best rate was {fastest['consumed_rate']:,.0f} records/s, at {fastest['disks']:,} disks "
-        f"on {shape['parallelism']} slots: {per_slot:,.0f} per slot{bound}. {by_rate} slots.")
+    out = {"target_disks": TARGET_DISKS, "records_per_disk_s": round(fastest["per_disk_s"], 3),
+           "records_s": round(needed), "best_records_s": round(fastest["consumed_rate"]),
+           "best_at_disks": fastest["disks"], "measured_slots": shape["parallelism"],
+           "per_slot_records_s": round(per_slot), "job_limited": fastest["limited_by"] == "job",
+           "slots_by_rate": math.ceil(needed / per_slot), "slots_by_state": 0,
+           "slots_per_taskmanager": shape["slots_per_taskmanager"], "partitions": shape["partitions"]}
     # A size the job fell far behind on had not read every disk by its checkpoints: per-disk state from
     # the largest size it read to the end, else the smallest.
     with_state = [r for r in runs if r["state_bytes"]]
     to_the_end = [r for r in with_state if not r["stopped"]]
-    by_state = 0
     if with_state:
         largest = max(to_the_end, key=lambda r: r["disks"]) if to_the_end else min(with_state, key=lambda r: r["disks"])
-        per_disk_bytes = largest["state_bytes"] / largest["disks"]
-        total = TARGET_DISKS * per_disk_bytes
-        by_state = math.ceil(total / shape["managed_per_slot"])
+        out.update(state_bytes_per_disk=round(largest["state_bytes"] / largest["disks"]), state_at_disks=largest["disks"],
+                   managed_bytes_per_slot=round(shape["managed_per_slot"]))
+        out["slots_by_state"] = math.ceil(TARGET_DISKS * out["state_bytes_per_disk"] / shape["managed_per_slot"])
+    out["slots"] = max(out["slots_by_rate"], out["slots_by_state"])
+    return out
+
+
+def slots_for_target(size):
+    """RESULTS-fleet.md's section on the slots a TARGET_DISKS fleet needs."""
+    lines = [f"## TaskManager slots for {TARGET_DISKS:,} disks", ""]
+    if size is None:
+        return "\n".join(lines + ["No size consumed records: no estimate.", ""])
+    bound = "" if size["job_limited"] else " (the job did not limit that size: a slot does at least this)"
+    lines.append(
+        f"- Records: {TARGET_DISKS:,} disks × {size['records_per_disk_s']:.2f} records per disk-second = "
+        f"{size['records_s']:,} records/s. The job's best rate was {size['best_records_s']:,} records/s, at "
+        f"{size['best_at_disks']:,} disks on {size['measured_slots']} slots: {size['per_slot_records_s']:,} per slot"
+        f"{bound}. {size['slots_by_rate']} slots.")
+    if "state_bytes_per_disk" in size:
+        total = TARGET_DISKS * size["state_bytes_per_disk"]
         lines.append(
-            f"- State: {per_disk_bytes:,.0f} bytes per disk (the last full checkpoint at {largest['disks']:,} disks), "
-            f"{mib(total):,.0f} MiB for {TARGET_DISKS:,} disks; for each slot's share to fit its RocksDB managed "
-            f"memory ({mib(shape['managed_per_slot']):,.0f} MiB per slot here), {by_state} slots.")
-    slots = max(by_rate, by_state)
+            f"- State: {size['state_bytes_per_disk']:,} bytes per disk (the last full checkpoint at "
+            f"{size['state_at_disks']:,} disks), {mib(total):,.0f} MiB for {TARGET_DISKS:,} disks; for each slot's "
+            f"share to fit its RocksDB managed memory ({mib(size['managed_bytes_per_slot']):,.0f} MiB per slot here), "
+            f"{size['slots_by_state']} slots.")
+    slots = size["slots"]
     lines += [
-        f"- So {slots} slots ({math.ceil(slots / shape['slots_per_taskmanager'])} TaskManagers of "
-        f"{shape['slots_per_taskmanager']}), the job at parallelism {slots}; each agent topic needs at least as many "
-        f"partitions to feed them (it has {shape['partitions']} now). A slot here shared {CPUS} cores with Kafka, "
-        "ClickHouse and the producer: slots with a core of their own do more, so this is an upper bound.",
+        f"- So {slots} slots ({math.ceil(slots / size['slots_per_taskmanager'])} TaskManagers of "
+        f"{size['slots_per_taskmanager']}), the job at parallelism {slots}; each agent topic needs at least as many "
+        f"partitions to feed them (it has {size['partitions']} now). A slot here shared {CPUS} cores with Kafka, "
+        "ClickHouse and the producer: slots with a core of their own do more, so this is an upper bound. "
+        f"These figures are in {SIZING.name}, which infra/k8s/flink.yaml's slots are tested against.",
         ""]
     return "\n".join(lines)
 
@@ -630,7 +651,7 @@ def report(runs, shape, command):
         *(f"{r['disks']:,} disks were not: {why_not_held(r)}" for r in runs if not held(r)),
         *job_ceiling(runs),
         "",
-        slots_for_target(runs, shape),
+        slots_for_target(sizing(runs, shape)),
         f"Rerun: `make bench-fleet` (`python3 -m iopipe.bench.scale --disks {SIZES} --seconds {SECONDS}`).",
         ""]
     return "\n".join(lines)
@@ -696,6 +717,11 @@ def main():
     print(text)
     Path(args.out).write_text(text)
     say(f"wrote {args.out}")
+    size = sizing(runs, shape)
+    if size and args.out == str(OUT):
+        SIZING.write_text(json.dumps({"measured": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC", "command": command,
+                                      **size}, indent=2) + "\n")
+        say(f"wrote {SIZING}")
 
 
 if __name__ == "__main__":
