@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from iopipe import cookbook, migrate
+from iopipe import cookbook, migrate, record_batches
 from iopipe.paths import SCHEMA
 
 TOPICS_JSON = json.loads((SCHEMA / "topics.json").read_text())
@@ -53,6 +53,67 @@ def stored_table(record):
     io.latency.v1 has a table per period, shortest first (0013)."""
     tables = [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(INGESTED_FROM[record["schema"]])]
     return tables[ROLLUP_PERIODS.index(record["period_s"])] if record["schema"] == ROLLUP else tables[0]
+
+
+# The times of a batch, as ns since the epoch: shifted together, they keep what each says.
+BATCH_TIMES_NS = ("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns")
+
+
+def batches(now_s):
+    """The batched agent records a warehouse test sends: the contract's valid examples of
+    io.interval.v1 and io.eventbatch.v1, and an interval of three histograms on a disk of
+    its own (an example's interval holds one at most); moved in time so the latest is of
+    `now_s` (the examples' own times are past every table's retention). A disk's second
+    example of a record (web-17/sdb's sample again, with its model and a field no table
+    has) is a disk of its own: disk_inventory keeps a model of the samples one block read
+    (any()), so two samples of a disk that disagree would leave the model of whichever
+    the blocks happened to put together."""
+    examples, seen = [], set()
+    for name in (record_batches.INTERVAL, record_batches.EVENT_BATCH):
+        for line in (SCHEMA / f"examples/{name}.valid.ndjson").read_text().splitlines():
+            record = json.loads(line)
+            if (name, record["host"], record["disk"]) in seen:
+                record["disk"] += "-again"
+            seen.add((name, record["host"], record["disk"]))
+            examples.append(record)
+    sample, histogram = record_batches.unfold(next(r for r in examples if r["hist_op"]))[:2]
+    disk = {"disk": "sdx"}
+
+    def of(op, latency, counts, errors):
+        b = buckets(counts)
+        return {**histogram, **disk, "op": op, "latency": latency, "buckets_log2_us": b, "count": sum(b),
+                "sum_us": sum(n * 2 ** i for i, n in counts.items()), "max_us": 2 ** (max(counts) + 1) - 1, "errors": errors}
+    several = [{**histogram, **disk}, of("R", "queue", {0: 3, 1: 9, 2: 1}, 0), of("W", "total", {4: 5}, 2)]
+    records = examples + [record_batches.fold_interval({**sample, **disk}, several)]
+
+    def times(record):
+        return [t for field in BATCH_TIMES_NS if field in record
+                for t in (record[field] if isinstance(record[field], list) else [record[field]])]
+    shift_ns = now_s * NS - max(t for r in records for t in times(r)) // NS * NS
+
+    def moved(value):
+        return [v + shift_ns for v in value] if isinstance(value, list) else value + shift_ns
+    return [{**r, **{field: moved(r[field]) for field in BATCH_TIMES_NS if field in r}} for r in records]
+
+
+def unfolded(records):
+    """The io.diskstats.v1, io.hist.v1 and io.event.v1 records that batched records hold."""
+    return [r for record in records for r in record_batches.unfold(record)]
+
+
+def tables_filled_by(records):
+    """The tables the records fill through their topics' Kafka tables and views."""
+    return sorted({t.removesuffix("_kafka") for r in records for t in migrate.kafka_tables_of(INGESTED_FROM[r["schema"]])})
+
+
+def rows_of_hosts(client, db, table, hosts):
+    """Every row of `table` read with FINAL whose host is a key of `hosts`, as a dict of its
+    columns, the host written as `hosts` maps it; sorted, so that two sets of rows compare
+    as lists. `client`: a server's or chdb."""
+    names = ", ".join(f"'{h}'" for h in hosts)
+    text = client.query(f"SELECT * FROM {db}.{table} FINAL WHERE host IN ({names}) FORMAT JSONEachRow")
+    rows = [{**row, "host": hosts[row["host"]]} for row in map(json.loads, text.splitlines())]
+    return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True))
 
 
 def assert_nothing_left(rows, db):

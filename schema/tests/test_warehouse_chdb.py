@@ -2,6 +2,7 @@
 down, ingestion through the Kafka tables' views, and every cookbook query's answer.
 The same checks run against the 18.16 server through real Kafka in
 integration-tests/test_warehouse.py."""
+import json
 import time
 import uuid
 
@@ -133,3 +134,34 @@ def test_a_migration_run_again_after_an_interruption_finishes(engine):
         migrator._run(migration, "up")  # as if its version had not been recorded
     migrator.down()
     assert engine.rows(f"SELECT count() FROM system.tables WHERE database = '{db}'") == [("0",)]
+
+
+def test_a_batch_is_stored_as_the_rows_of_the_records_it_holds(engine):
+    """Each batched record through its topic's Kafka tables and views leaves in every table
+    the rows, every column of them, that the records it holds (iopipe.record_batches.unfold)
+    leave through theirs: an interval its sample's diskstats and disk_inventory rows and a
+    histograms row per histogram, an event batch an events row per event."""
+    batches = warehouse_fixture.batches(int(time.time()))
+    records = warehouse_fixture.unfolded(batches)
+    batched, one_by_one = (f"{how}_{uuid.uuid4().hex[:8]}" for how in ("batched", "unbatched"))
+    for db, sent in ((batched, batches), (one_by_one, records)):
+        migrate.Migrator(engine, db=db, log=lambda _: None).up()
+        for schema in sorted({r["schema"] for r in sent}):
+            rows = "\n".join(json.dumps(r) for r in sent if r["schema"] == schema)
+            for table in migrate.kafka_tables_of(warehouse_fixture.INGESTED_FROM[schema]):
+                engine.query(f"INSERT INTO {migrate.ingest_database(db)}.{table} SETTINGS {INGESTION_SETTINGS} "
+                             f"FORMAT JSONEachRow\n{rows}")
+    hosts = {r["host"]: r["host"] for r in records}
+    tables = warehouse_fixture.tables_filled_by(records)
+    assert tables == ["disk_inventory", "diskstats", "events", "histograms"]
+    for table in tables:
+        stored = warehouse_fixture.rows_of_hosts(engine, one_by_one, table, hosts)
+        assert stored, f"{table}: the records left no row"
+        assert warehouse_fixture.rows_of_hosts(engine, batched, table, hosts) == stored, table
+    histograms = warehouse_fixture.rows_of_hosts(engine, batched, "histograms", hosts)
+    assert len([h for h in histograms if h["disk"] == "sdx"]) == 3, "an interval of three histograms gives three rows"
+
+
+def test_the_batches_sent_keep_the_record_contract():
+    for record in warehouse_fixture.batches(int(time.time())):
+        jsonschema.Draft202012Validator(load_schema(record["schema"])).validate(record)
