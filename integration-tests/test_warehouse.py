@@ -190,7 +190,7 @@ def an_upgrade_keeps_the_history_and_its_new_tables_read_what_kafka_holds(pipeli
     # No `down` after: up_then_down_leaves_an_empty_server is what runs it, and here it
     # would only tidy a database that goes with the session's ClickHouse, at 18.16's price of
     # about 3 s a Kafka table (its shutdown waits out rd_kafka_wait_destroyed while other
-    # Kafka tables exist): 28 of them, over a minute. Its tables read on meanwhile what the
+    # Kafka tables exist): 32 of them, over a minute. Its tables read on meanwhile what the
     # tests after it send, under their own hosts.
 
 
@@ -333,6 +333,38 @@ def test_a_replayed_topic_is_stored_once(migrated):
         assert rolled_up in (0, ios), table
 
 
+def test_a_batch_is_stored_as_the_rows_of_the_records_it_holds(migrated):
+    """The batched records on the topics the job passes them on to, under hosts of their own,
+    and the records they hold on theirs under others: every table holds the same rows of
+    both, every column (the same check as on chdb)."""
+    ports, users = migrated
+    reader = users.client(ports, "reader")
+    tag = f"bt{uuid.uuid4().hex[:6]}"
+    batches = warehouse_fixture.batches(int(time.time()))
+    records = warehouse_fixture.unfolded(batches)
+    as_batches = {f"{tag}-b-{r['host']}": r["host"] for r in records}
+    as_records = {f"{tag}-r-{r['host']}": r["host"] for r in records}
+    produce(ports.brokers, [{**b, "host": f"{tag}-b-{b['host']}"} for b in batches], topics=INGESTED_FROM)
+    produce(ports.brokers, [{**r, "host": f"{tag}-r-{r['host']}"} for r in records], topics=INGESTED_FROM)
+    tables = warehouse_fixture.tables_filled_by(records)
+    disks_of = {table: {(r["host"], r["disk"]) for r in records if table in warehouse_fixture.tables_filled_by([r])}
+                for table in tables}
+
+    def stored(hosts):
+        return {table: warehouse_fixture.rows_of_hosts(reader, "iopipe", table, hosts) for table in tables}
+
+    def the_same_and_every_disk_in():
+        of_records = stored(as_records)
+        return of_records == stored(as_batches) and all(
+            {(row["host"], row["disk"]) for row in of_records[table]} == disks_of[table] for table in tables)
+    try:
+        wait_for("the batches' rows and their records' rows", the_same_and_every_disk_in, timeout_s=120)
+    except TimeoutError:
+        pytest.fail(f"rows of the records {stored(as_records)}, of the batches {stored(as_batches)}")
+    time.sleep(10)  # longer than the Kafka engine's flush interval (7.5 s): a row late on either side would show
+    assert stored(as_batches) == stored(as_records)
+
+
 def latency_rollups_of(client, host):
     """Per rollup table, per disk, the device-time I/Os its newest revisions count."""
     return {table: {disk: int(n) for disk, n in client.rows(
@@ -418,7 +450,7 @@ def live_pipeline_records_land_once_each_within_seconds(pipeline):
 
 # Tests whose time is mostly waiting on clocks: ClickHouse 18.16's DDL sleeps about 3 s
 # for each Kafka table it drops (its shutdown waits out rd_kafka_wait_destroyed while other
-# Kafka tables exist), 28 in a `down` of every migration and 10 in the upgrade; the
+# Kafka tables exist), 32 in a `down` of every migration and 10 in the upgrade; the
 # live job closes a silent disk's last windows after its DISK_IDLENESS. Their bodies run
 # beside the tier's other tests from the pipeline's start (conftest's running_beside),
 # each with hosts (or a database) of their own; their tests take the outcome.
