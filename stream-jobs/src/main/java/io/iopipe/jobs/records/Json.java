@@ -61,11 +61,11 @@ public final class Json {
     public static String text(JsonNode record, String field, int maxLength) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isTextual()) {
-            throw new DecodeException(field + " must be a string");
+            throw new DecodeException(field, field + " must be a string");
         }
         String s = value.textValue();
         if (s.isEmpty() || s.length() > maxLength) {
-            throw new DecodeException(field + " must have 1 to " + maxLength + " characters");
+            throw new DecodeException(field, field + " must have 1 to " + maxLength + " characters");
         }
         return s;
     }
@@ -74,14 +74,14 @@ public final class Json {
     public static long counter(JsonNode record, String field) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isIntegralNumber()) {
-            throw new DecodeException(field + " must be an integer, got " + abbreviate(value.toString()));
+            throw new DecodeException(field, field + " must be an integer, got " + abbreviate(value.toString()));
         }
         if (!value.canConvertToLong()) {
-            throw new DecodeException(field + " is beyond 2^63-1: " + abbreviate(value.toString()));
+            throw new DecodeException(field, field + " is beyond 2^63-1: " + abbreviate(value.toString()));
         }
         long n = value.longValue();
         if (n < 0) {
-            throw new DecodeException(field + " must not be negative, got " + n);
+            throw new DecodeException(field, field + " must not be negative, got " + n);
         }
         return n;
     }
@@ -100,7 +100,7 @@ public final class Json {
     private static String textUpTo(JsonNode record, String field, int maxLength, String path) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isTextual() || value.textValue().length() > maxLength) {
-            throw new DecodeException(path + " must be a string of at most " + maxLength + " characters");
+            throw new DecodeException(path, path + " must be a string of at most " + maxLength + " characters");
         }
         return value.textValue();
     }
@@ -117,7 +117,7 @@ public final class Json {
         }
         JsonNode labels = present(record, field);
         if (!labels.isObject() || labels.size() > maxLabels) {
-            throw new DecodeException(field + " must be an object of at most " + maxLabels + " labels");
+            throw new DecodeException(field, field + " must be an object of at most " + maxLabels + " labels");
         }
         for (Map.Entry<String, JsonNode> label : labels.properties()) {
             textUpTo(labels, label.getKey(), maxLength, field + "." + label.getKey());
@@ -132,7 +132,7 @@ public final class Json {
     public static String oneOf(JsonNode record, String field, Set<String> allowed, String path) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isTextual() || !allowed.contains(value.textValue())) {
-            throw new DecodeException(path + " must be one of " + new TreeSet<>(allowed) + ", got "
+            throw new DecodeException(path, path + " must be one of " + new TreeSet<>(allowed) + ", got "
                     + abbreviate(value.toString()));
         }
         return value.textValue();
@@ -142,7 +142,7 @@ public final class Json {
     public static long integer(JsonNode record, String field) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isIntegralNumber() || !value.canConvertToLong()) {
-            throw new DecodeException(field + " must be a 64-bit integer, got " + abbreviate(value.toString()));
+            throw new DecodeException(field, field + " must be a 64-bit integer, got " + abbreviate(value.toString()));
         }
         return value.longValue();
     }
@@ -151,7 +151,7 @@ public final class Json {
     public static double number(JsonNode record, String field) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isNumber() || !Double.isFinite(value.doubleValue())) {
-            throw new DecodeException(field + " must be a finite number, got " + abbreviate(value.toString()));
+            throw new DecodeException(field, field + " must be a finite number, got " + abbreviate(value.toString()));
         }
         return value.doubleValue();
     }
@@ -160,7 +160,7 @@ public final class Json {
     public static double number(JsonNode record, String field, RecordSchema.Range range) throws DecodeException {
         double value = number(record, field);
         if (!range.holds(value)) {
-            throw new DecodeException(field + " must be " + range + ", got " + abbreviate(record.get(field).toString()));
+            throw new DecodeException(field, field + " must be " + range + ", got " + abbreviate(record.get(field).toString()));
         }
         return value;
     }
@@ -169,13 +169,14 @@ public final class Json {
     public static long[] counters(JsonNode record, String field, int maxItems) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isArray() || value.size() > maxItems) {
-            throw new DecodeException(field + " must be an array of at most " + maxItems + " counters");
+            throw new DecodeException(field, field + " must be an array of at most " + maxItems + " counters");
         }
         long[] out = new long[value.size()];
         for (int i = 0; i < out.length; i++) {
             JsonNode item = value.get(i);
             if (!item.isIntegralNumber() || !item.canConvertToLong() || item.longValue() < 0) {
-                throw new DecodeException(field + "[" + i + "] must be a counter, got " + abbreviate(item.toString()));
+                String path = field + "[" + i + "]";
+                throw new DecodeException(path, path + " must be a counter, got " + abbreviate(item.toString()));
             }
             out[i] = item.longValue();
         }
@@ -185,7 +186,7 @@ public final class Json {
     public static boolean bool(JsonNode record, String field) throws DecodeException {
         JsonNode value = present(record, field);
         if (!value.isBoolean()) {
-            throw new DecodeException(field + " must be true or false");
+            throw new DecodeException(field, field + " must be true or false");
         }
         return value.booleanValue();
     }
@@ -193,7 +194,7 @@ public final class Json {
     private static JsonNode present(JsonNode record, String field) throws DecodeException {
         JsonNode value = record.get(field);
         if (value == null || value.isNull()) {
-            throw new DecodeException("missing field: " + field);
+            throw new DecodeException(field, "missing field: " + field);
         }
         return value;
     }

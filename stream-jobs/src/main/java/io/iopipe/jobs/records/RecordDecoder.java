@@ -1,17 +1,26 @@
 package io.iopipe.jobs.records;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
 import java.util.Set;
 
 /**
  * Turns input lines into typed records, enforcing schema/records/*.schema.json, whose
  * bounds it reads from there. Every rule here is exercised by the schema's shared valid
  * and invalid examples: schema/tests/test_contract.py finds an invalid example for each bound.
+ * A batched record (io.interval.v1, io.eventbatch.v1) is read as the records it batches,
+ * each part by the same code and rules as its record sent alone.
  */
 public final class RecordDecoder {
     private static final RecordSchema DISKSTATS = RecordSchema.of(DiskstatsSample.SCHEMA);
     private static final RecordSchema HIST = RecordSchema.of(HistRecord.SCHEMA);
     private static final RecordSchema EVENT = RecordSchema.of(IoEvent.SCHEMA);
+    private static final RecordSchema EVENT_BATCH = RecordSchema.of(EventBatch.SCHEMA);
+    /** An interval's histograms: hist_op, hist_count... */
+    private static final BatchColumns HISTOGRAMS = BatchColumns.of(IntervalRecord.SCHEMA, "hist_", "histogram");
+    private static final BatchColumns EVENTS = BatchColumns.of(EventBatch.SCHEMA, "", "event");
+    /** Read once, not for every event: the one bound of an event's text. */
+    private static final int MAX_COMM_CHARS = EVENT.maxLength("comm");
     /** 1 / the chance of sampling: at least 1, and at most the kernel's 32-bit count. */
     private static final RecordSchema.Range SAMPLE_WEIGHT = EVENT.range("sample_weight");
 
@@ -55,6 +64,11 @@ public final class RecordDecoder {
 
     public static DiskstatsSample diskstats(JsonNode n, String source, long nowNs) throws DecodeException {
         expectSchema(n, DiskstatsSample.SCHEMA);
+        return sample(n, source, nowNs);
+    }
+
+    /** A diskstats sample's fields, wherever they are (a record of its own, or an interval). */
+    private static DiskstatsSample sample(JsonNode n, String source, long nowNs) throws DecodeException {
         DiskstatsSample s = new DiskstatsSample();
         s.source = source;
         s.host = Json.text(n, "host", DISKSTATS.maxLength("host"));
@@ -81,10 +95,10 @@ public final class RecordDecoder {
     private static long rotationRate(JsonNode n, boolean rotational) throws DecodeException {
         long rpm = Json.optionalCounter(n, "rpm");
         if (n.has("rpm") && (rpm < MIN_RPM || rpm > MAX_RPM)) {
-            throw new DecodeException("rpm must be from " + MIN_RPM + " to " + MAX_RPM + " (a rotation rate a disk reports), got " + rpm);
+            throw new DecodeException("rpm", "rpm must be from " + MIN_RPM + " to " + MAX_RPM + " (a rotation rate a disk reports), got " + rpm);
         }
         if (rpm > 0 && !rotational) {
-            throw new DecodeException("rpm " + rpm + " on a disk that does not rotate (rotational false): leave it out");
+            throw new DecodeException("rotational", "rpm " + rpm + " on a disk that does not rotate (rotational false): leave it out");
         }
         return rpm;
     }
@@ -108,21 +122,37 @@ public final class RecordDecoder {
 
     public static HistRecord hist(JsonNode n, long nowNs) throws DecodeException {
         expectSchema(n, HistRecord.SCHEMA);
+        String host = Json.text(n, "host", HIST.maxLength("host"));
+        String disk = Json.text(n, "disk", HIST.maxLength("disk"));
+        return histogram(host, disk, span(n, nowNs), n);
+    }
+
+    /** The span of a histogram, or of an interval's histograms: start_ns to end_ns. */
+    private record Span(long startNs, long endNs) {}
+
+    private static Span span(JsonNode n, long nowNs) throws DecodeException {
+        long startNs = timestamp(n, "start_ns", nowNs);
+        long endNs = timestamp(n, "end_ns", nowNs);
+        if (startNs > endNs) {
+            throw new DecodeException("start_ns", "start_ns " + startNs + " is after end_ns " + endNs);
+        }
+        return new Span(startNs, endNs);
+    }
+
+    /** A histogram's own fields, read from `n`, of the disk and span given. */
+    private static HistRecord histogram(String host, String disk, Span span, JsonNode n) throws DecodeException {
         HistRecord h = new HistRecord();
-        h.host = Json.text(n, "host", HIST.maxLength("host"));
-        h.disk = Json.text(n, "disk", HIST.maxLength("disk"));
+        h.host = host;
+        h.disk = disk;
+        h.startNs = span.startNs();
+        h.endNs = span.endNs();
         h.op = Json.oneOf(n, "op", OPS);
         h.latency = Json.oneOf(n, "latency", LATENCY_KINDS);
-        h.startNs = timestamp(n, "start_ns", nowNs);
-        h.endNs = timestamp(n, "end_ns", nowNs);
-        if (h.startNs > h.endNs) {
-            throw new DecodeException("start_ns " + h.startNs + " is after end_ns " + h.endNs);
-        }
         h.bucketsLog2Us = Json.counters(n, "buckets_log2_us", HistRecord.MAX_BUCKETS);
         h.count = Json.counter(n, "count");
         long inBuckets = sumOfBuckets(h.bucketsLog2Us);
         if (inBuckets != h.count) {
-            throw new DecodeException("buckets_log2_us hold " + inBuckets + " I/Os but count is " + h.count);
+            throw new DecodeException("count", "buckets_log2_us hold " + inBuckets + " I/Os but count is " + h.count);
         }
         checkCountFitsSpan(h);
         // No bound ties sum_us to count: the agent reads the buckets and the sum of each
@@ -131,12 +161,12 @@ public final class RecordDecoder {
         h.sumUs = Json.counter(n, "sum_us");
         h.maxUs = Json.counter(n, "max_us");
         if (h.maxUs > MAX_IO_LATENCY_US) {
-            throw new DecodeException("max_us " + h.maxUs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
+            throw new DecodeException("max_us", "max_us " + h.maxUs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
                     + " s no I/O lasts: send the interval's largest latency in microseconds");
         }
         h.errors = Json.optionalCounter(n, "errors");
         if (h.errors > h.count) {
-            throw new DecodeException("errors " + h.errors + " exceed count " + h.count);
+            throw new DecodeException("errors", "errors " + h.errors + " exceed count " + h.count);
         }
         return h;
     }
@@ -149,7 +179,7 @@ public final class RecordDecoder {
                 sum = Math.addExact(sum, b);
             }
         } catch (ArithmeticException overflow) {
-            throw new DecodeException("buckets_log2_us hold more than 2^63-1 I/Os together: "
+            throw new DecodeException("buckets_log2_us", "buckets_log2_us hold more than 2^63-1 I/Os together: "
                     + "each bucket must count the I/Os of this interval alone");
         }
         return sum;
@@ -158,68 +188,155 @@ public final class RecordDecoder {
     private static void checkCountFitsSpan(HistRecord h) throws DecodeException {
         long spanNs = Math.max(h.endNs - h.startNs, MIN_COUNTED_SPAN_NS);
         if (h.count > spanNs) {
-            throw new DecodeException("count " + h.count + " is more than one I/O per ns of the " + spanNs
+            throw new DecodeException("count", "count " + h.count + " is more than one I/O per ns of the " + spanNs
                     + " ns from start_ns to end_ns, faster than any device: count only this interval's I/Os");
         }
     }
 
     public static IoEvent event(JsonNode n, long nowNs) throws DecodeException {
         expectSchema(n, IoEvent.SCHEMA);
+        String host = Json.text(n, "host", EVENT.maxLength("host"));
+        String disk = Json.text(n, "disk", EVENT.maxLength("disk"));
+        return ioEvent(host, disk, n, nowNs);
+    }
+
+    /** An event's own fields, read from `n`, of the disk given. */
+    private static IoEvent ioEvent(String host, String disk, JsonNode n, long nowNs) throws DecodeException {
         IoEvent e = new IoEvent();
-        e.host = Json.text(n, "host", EVENT.maxLength("host"));
-        e.disk = Json.text(n, "disk", EVENT.maxLength("disk"));
+        e.host = host;
+        e.disk = disk;
         e.op = Json.oneOf(n, "op", EVENT_OPS);
         e.bytes = Json.counter(n, "bytes");
         e.sector = Json.counter(n, "sector");
         e.issueNs = timestamp(n, "issue_ns", nowNs);
         e.completeNs = timestamp(n, "complete_ns", nowNs);
         if (e.issueNs > e.completeNs) {
-            throw new DecodeException("issue_ns " + e.issueNs + " is after complete_ns " + e.completeNs);
+            throw new DecodeException("issue_ns", "issue_ns " + e.issueNs + " is after complete_ns " + e.completeNs);
         }
         if (e.deviceNs() > MAX_IO_LATENCY_NS) {
-            throw new DecodeException("issue_ns is " + seconds(e.deviceNs()) + " s before complete_ns, beyond the "
+            throw new DecodeException("issue_ns", "issue_ns is " + seconds(e.deviceNs()) + " s before complete_ns, beyond the "
                     + seconds(MAX_IO_LATENCY_NS) + " s no I/O lasts: issue_ns must be when this I/O was dispatched (or queued)");
         }
         e.queueNs = Json.counter(n, "queue_ns");
         e.timedFromQueue = n.has("timed_from") && Json.oneOf(n, "timed_from", TIMED_FROM).equals(IoEvent.TIMED_FROM_QUEUE);
         if (e.timedFromQueue && e.queueNs != 0) {
-            throw new DecodeException("queue_ns is " + e.queueNs + " in an I/O timed from the queue, whose split between "
+            throw new DecodeException("queue_ns", "queue_ns is " + e.queueNs + " in an I/O timed from the queue, whose split between "
                     + "queue and device is unknown: send 0, or the time from dispatch with timed_from dispatch");
         }
         if (e.queueNs > MAX_IO_LATENCY_NS) {
-            throw new DecodeException("queue_ns " + e.queueNs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
+            throw new DecodeException("queue_ns", "queue_ns " + e.queueNs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
                     + " s no I/O waits: send the time from insertion to dispatch in nanoseconds, or 0 if unknown");
         }
         e.inflight = Json.counter(n, "inflight");
         if (e.timedFromQueue && e.inflight != 0) {
-            throw new DecodeException("inflight is " + e.inflight + " in an I/O timed from the queue, whose dispatch "
+            throw new DecodeException("inflight", "inflight is " + e.inflight + " in an I/O timed from the queue, whose dispatch "
                     + "was not seen: send 0");
         }
         e.error = Json.integer(n, "error");
         if (e.error > 0) {
-            throw new DecodeException("error must be 0 or -errno, got " + e.error);
+            throw new DecodeException("error", "error must be 0 or -errno, got " + e.error);
         }
-        e.comm = Json.textUpTo(n, "comm", EVENT.maxLength("comm"));
+        e.comm = Json.textUpTo(n, "comm", MAX_COMM_CHARS);
         e.pid = Json.counter(n, "pid");
         e.sampleReason = Json.oneOf(n, "sample_reason", SAMPLE_REASONS);
         e.sampleWeight = Json.number(n, "sample_weight", SAMPLE_WEIGHT);
         return e;
     }
 
+    /**
+     * An interval: its diskstats sample, and each of its histograms decoded as if sent alone
+     * with the interval's span. Any part refused refuses the interval, the reason led by the
+     * interval's field at fault and the part it is of.
+     */
+    public static IntervalRecord interval(JsonNode n, String source, long nowNs) throws DecodeException {
+        expectSchema(n, IntervalRecord.SCHEMA);
+        IntervalRecord interval = new IntervalRecord();
+        try {
+            interval.sample = sample(n, source, nowNs);
+        } catch (DecodeException refused) {
+            throw refused.ofPart(refused.field(), "the diskstats sample");
+        }
+        Span span = histogramsSpan(n, nowNs);
+        BatchColumns.Parts histograms = HISTOGRAMS.partsOf(n);
+        interval.histograms = new ArrayList<>(histograms.size());
+        for (int i = 0; i < histograms.size(); i++) {
+            interval.histograms.add(histogramOf(interval, span, histograms, i));
+        }
+        return interval;
+    }
+
+    /** The span an interval's histograms share; read even where it has none, as the warehouse keeps it. */
+    private static Span histogramsSpan(JsonNode n, long nowNs) throws DecodeException {
+        try {
+            return span(n, nowNs);
+        } catch (DecodeException refused) {
+            throw refused.ofPart(refused.field(), "the histograms' span");
+        }
+    }
+
+    /** The i-th histogram of an interval whose earlier ones are decoded. */
+    private static HistRecord histogramOf(IntervalRecord interval, Span span, BatchColumns.Parts histograms, int i)
+            throws DecodeException {
+        HistRecord h;
+        try {
+            h = histogram(interval.sample.host, interval.sample.disk, span, histograms.get(i));
+        } catch (DecodeException refused) {
+            throw histograms.refusal(refused, i, histogramName(histograms, i));
+        }
+        // Two of one op and latency kind would be one histogram counted twice, or, having
+        // one identity in the windows (DiskRecord.identity), one of them dropped as a resend.
+        for (int j = 0; j < i; j++) {
+            HistRecord earlier = interval.histograms.get(j);
+            if (earlier.op.equals(h.op) && earlier.latency.equals(h.latency)) {
+                String field = histograms.inBatch("latency", i);
+                throw new DecodeException(field, field + " (" + histogramName(histograms, i) + "): histogram " + j
+                        + " is of op " + h.op + " and latency " + h.latency + " too: send each op and latency kind "
+                        + "of an interval as one histogram");
+            }
+        }
+        return h;
+    }
+
+    /** How a message tells an interval's histogram apart: `histogram 1, op W, latency queue`. */
+    private static String histogramName(BatchColumns.Parts histograms, int i) {
+        return "histogram " + i + ", op " + histograms.entry("op", i) + ", latency " + histograms.entry("latency", i);
+    }
+
+    /**
+     * A batch of events: each decoded as if sent alone with the batch's host and disk. Any
+     * event refused refuses the batch, the reason led by the batch's field at fault and the event's index.
+     */
+    public static EventBatch eventBatch(JsonNode n, long nowNs) throws DecodeException {
+        expectSchema(n, EventBatch.SCHEMA);
+        EventBatch batch = new EventBatch();
+        batch.host = Json.text(n, "host", EVENT_BATCH.maxLength("host"));
+        batch.disk = Json.text(n, "disk", EVENT_BATCH.maxLength("disk"));
+        BatchColumns.Parts events = EVENTS.partsOf(n);
+        batch.events = new ArrayList<>(events.size());
+        for (int i = 0; i < events.size(); i++) {
+            try {
+                batch.events.add(ioEvent(batch.host, batch.disk, events.get(i), nowNs));
+            } catch (DecodeException refused) {
+                throw events.refusal(refused, i, "event " + i);
+            }
+        }
+        return batch;
+    }
+
     private static void expectSchema(JsonNode n, String expected) throws DecodeException {
         String schema = schemaOf(n);
         if (!expected.equals(schema)) {
-            throw new DecodeException("schema must be " + expected + ", got " + schema);
+            throw new DecodeException("schema", "schema must be " + expected + ", got " + schema);
         }
     }
 
     static long timestamp(JsonNode n, String field, long nowNs) throws DecodeException {
         long ts = Json.counter(n, field);
         if (ts < EARLIEST_PLAUSIBLE_NS) {
-            throw new DecodeException(field + " " + ts + " is before 2001: not nanoseconds since the epoch");
+            throw new DecodeException(field, field + " " + ts + " is before 2001: not nanoseconds since the epoch");
         }
         if (ts - nowNs > MAX_CLOCK_AHEAD_NS) {
-            throw new DecodeException("clock skew: " + field + " is " + (ts - nowNs) / 1_000_000_000L
+            throw new DecodeException(field, "clock skew: " + field + " is " + (ts - nowNs) / 1_000_000_000L
                     + " s ahead of this clock; fix the producer's clock (NTP)");
         }
         return ts;

@@ -181,6 +181,17 @@ public final class RecordSchema {
         return List.copyOf(fields);
     }
 
+    /** The fields whose values are arrays, in the order the schema lists them. */
+    public List<String> arrayFields() {
+        List<String> fields = new ArrayList<>();
+        for (var field : stated(schema, "properties").properties()) {
+            if ("array".equals(resolved(field.getValue()).path("type").asText())) {
+                fields.add(field.getKey());
+            }
+        }
+        return List.copyOf(fields);
+    }
+
     /** Whether every record must carry the field. */
     public boolean requires(String field) {
         for (JsonNode required : stated(schema, "required")) {

@@ -33,7 +33,12 @@ class DecoderRulesTest {
             RecordDecoder.class, Map.of(
                     DiskstatsSample.SCHEMA, r -> RecordDecoder.diskstats(r, "test", NOW_NS),
                     HistRecord.SCHEMA, r -> RecordDecoder.hist(r, NOW_NS),
-                    IoEvent.SCHEMA, r -> RecordDecoder.event(r, NOW_NS)),
+                    IoEvent.SCHEMA, r -> RecordDecoder.event(r, NOW_NS),
+                    IntervalRecord.SCHEMA, r -> RecordDecoder.interval(r, "test", NOW_NS),
+                    EventBatch.SCHEMA, r -> RecordDecoder.eventBatch(r, NOW_NS)),
+            BatchColumns.class, Map.of(
+                    IntervalRecord.SCHEMA, r -> RecordDecoder.interval(r, "test", NOW_NS),
+                    EventBatch.SCHEMA, r -> RecordDecoder.eventBatch(r, NOW_NS)),
             WindowDecoder.class, Map.of(
                     WindowDecoder.SCHEMA, r -> WindowDecoder.sample(r, NOW_NS)));
 
@@ -79,12 +84,20 @@ class DecoderRulesTest {
         return rules;
     }
 
-    /** The decoder's own line whose rule refused the example; -1 when a shared helper (Json) did. */
+    /**
+     * The decoder's own line whose rule refused the example; -1 when a shared helper (Json)
+     * did. A batch refused for a part is refused where the part's own record would have been:
+     * the refusal's first cause.
+     */
     private static int failingLine(Class<?> type, Decode decode, JsonNode example) {
         try {
             decode.of(example.get("record"));
         } catch (DecodeException refused) {
-            StackTraceElement made = refused.getStackTrace()[0];
+            Throwable rule = refused;
+            while (rule.getCause() != null) {
+                rule = rule.getCause();
+            }
+            StackTraceElement made = rule.getStackTrace()[0];
             return made.getClassName().equals(type.getName()) ? made.getLineNumber() : -1;
         }
         throw new AssertionError(example.get("why").asText() + ": decoded, though invalid");

@@ -5,11 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.testing.SchemaFiles;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -40,11 +43,30 @@ class RecordDecoderTest {
     }
 
     /** Decoding the example fails, for the fault in the field it names: a rule never reached fails this. */
-    private static void assertRefusedForItsField(JsonNode example, Executable decode) {
+    private static DecodeException assertRefusedForItsField(JsonNode example, Executable decode) {
         String why = example.get("why").asText();
         String field = example.get("field").asText();
         DecodeException e = assertThrows(DecodeException.class, decode, why);
         assertTrue(names(e.getMessage(), field), why + ": the reason should name " + field + ", was: " + e.getMessage());
+        String path = field.replaceAll("\\.(\\d+)", "[$1]");
+        assertTrue(e.field() != null && (e.field().equals(path) || e.field().startsWith(path + "[")),
+                why + ": the refusal should be of " + path + " (or an entry of it), was of " + e.field());
+        return e;
+    }
+
+    /**
+     * A batch's example is refused, its reason led by the batch's field at fault, with the
+     * index of the part where the fault is in one (hist_count[1]: a rule the schema cannot
+     * state names the array alone), and that part.
+     */
+    private static void assertBatchRefusedForItsField(JsonNode example, Executable decode) {
+        DecodeException e = assertRefusedForItsField(example, decode);
+        assertTrue(e.getMessage().startsWith(e.field()), example.get("why").asText() + ": " + e.getMessage());
+        if (e.field().matches("[a-z_]+\\[\\d+\\].*")) {
+            String index = e.field().replaceAll("^[a-z_]+\\[(\\d+)\\].*", "$1");
+            assertTrue(e.getMessage().matches("^\\S+ \\((histogram|event) " + index + "\\b.*"),
+                    example.get("why").asText() + ": the reason should name the part, was: " + e.getMessage());
+        }
     }
 
     @Test
@@ -76,9 +98,84 @@ class RecordDecoderTest {
         }
     }
 
+    /** What a decoded record holds, field by field: two decoded alike are equal trees. */
+    private static JsonNode fields(Object decoded) {
+        return Json.MAPPER.valueToTree(decoded);
+    }
+
+    /** Whether the two records are of one disk and agree on `fields`. */
+    private static boolean ofDisk(JsonNode record, JsonNode other, String... fields) {
+        return Stream.concat(Stream.of("host", "disk"), Stream.of(fields)).allMatch(f -> record.get(f).equals(other.get(f)));
+    }
+
+    /** An interval's fields of its sample, as the io.diskstats.v1 record they were. */
+    private static JsonNode sampleOf(JsonNode interval) {
+        ObjectNode sample = interval.deepCopy();
+        sample.put("schema", DiskstatsSample.SCHEMA);
+        sample.remove(List.of("start_ns", "end_ns"));
+        interval.fieldNames().forEachRemaining(f -> {
+            if (f.startsWith("hist_")) {
+                sample.remove(f);
+            }
+        });
+        return sample;
+    }
+
+    /**
+     * Each valid interval is one of the valid diskstats samples and the valid histograms of
+     * its disk and span (none, for a disk that completed no I/O), each decoded as if sent alone.
+     */
+    @Test
+    void decodesEverySharedValidIntervalIntoTheSampleAndHistogramsItBatches() throws Exception {
+        List<JsonNode> samples = SchemaFiles.validExamples(DiskstatsSample.SCHEMA);
+        List<JsonNode> histograms = SchemaFiles.validExamples(HistRecord.SCHEMA);
+        int intervals = 0;
+        for (JsonNode example : SchemaFiles.validExamples(IntervalRecord.SCHEMA)) {
+            IntervalRecord interval = RecordDecoder.interval(example, "test", NOW_NS);
+            JsonNode itsSample = sampleOf(example);
+            assertTrue(samples.contains(itsSample), example.toString());
+            assertEquals(fields(RecordDecoder.diskstats(itsSample, "test", NOW_NS)), fields(interval.sample));
+            List<JsonNode> expected = new ArrayList<>();
+            for (JsonNode h : histograms.stream().filter(h -> ofDisk(h, example, "start_ns", "end_ns")).toList()) {
+                expected.add(fields(RecordDecoder.hist(h, NOW_NS)));
+            }
+            assertEquals(expected, interval.histograms.stream().map(RecordDecoderTest::fields).toList(), example.toString());
+            intervals++;
+        }
+        assertEquals(samples.size(), intervals, "an interval of each sample");
+    }
+
+    /** Each valid batch of events is the valid events of its disk, each decoded as if sent alone. */
+    @Test
+    void decodesEverySharedValidEventBatchIntoTheEventsItBatches() throws Exception {
+        List<JsonNode> events = SchemaFiles.validExamples(IoEvent.SCHEMA);
+        int batched = 0;
+        for (JsonNode example : SchemaFiles.validExamples(EventBatch.SCHEMA)) {
+            EventBatch batch = RecordDecoder.eventBatch(example, NOW_NS);
+            List<JsonNode> expected = new ArrayList<>();
+            for (JsonNode e : events.stream().filter(e -> ofDisk(e, example)).toList()) {
+                expected.add(fields(RecordDecoder.event(e, NOW_NS)));
+            }
+            assertEquals(expected, batch.events.stream().map(RecordDecoderTest::fields).toList(), example.toString());
+            batched += batch.events.size();
+        }
+        assertEquals(events.size(), batched, "every event in a batch");
+    }
+
+    @Test
+    void rejectsEverySharedInvalidBatchNamingTheFieldAndThePartAtFault() {
+        for (JsonNode example : SchemaFiles.invalidExamples(IntervalRecord.SCHEMA)) {
+            assertBatchRefusedForItsField(example, () -> RecordDecoder.interval(example.get("record"), "test", NOW_NS));
+        }
+        for (JsonNode example : SchemaFiles.invalidExamples(EventBatch.SCHEMA)) {
+            assertBatchRefusedForItsField(example, () -> RecordDecoder.eventBatch(example.get("record"), NOW_NS));
+        }
+    }
+
     @Test
     void onlyRecordsTheDecoderRefusesHaveFaultsTheSchemaCannotExpress() {
-        Set<String> decoded = Set.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA, WindowDecoder.SCHEMA);
+        Set<String> decoded = Set.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA, IntervalRecord.SCHEMA,
+                EventBatch.SCHEMA, WindowDecoder.SCHEMA);
         for (String record : SchemaFiles.records()) {
             for (JsonNode example : SchemaFiles.invalidExamples(record)) {
                 boolean schemaCanExpress = example.path("schema_can_express").asBoolean(true);
@@ -91,11 +188,14 @@ class RecordDecoderTest {
 
     @Test
     void theSchemasAgreeOnTheBoundsTheDecoderSharesAcrossFields() {
-        for (String record : List.of("io.diskstats.v1", "io.hist.v1", "io.event.v1", "io.window.v1")) {
+        for (String record : List.of("io.diskstats.v1", "io.hist.v1", "io.event.v1", "io.window.v1", IntervalRecord.SCHEMA,
+                EventBatch.SCHEMA)) {
             JsonNode properties = SchemaFiles.schema(record).get("properties");
             for (String timestamp : List.of("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns", "window_start_ns", "window_end_ns")) {
                 if (properties.has(timestamp)) {
-                    assertEquals(RecordDecoder.EARLIEST_PLAUSIBLE_NS, properties.get(timestamp).get("minimum").asLong(), record + " " + timestamp);
+                    // A batch's array of timestamps bounds each of its entries.
+                    JsonNode bounds = properties.get(timestamp).has("items") ? properties.get(timestamp).get("items") : properties.get(timestamp);
+                    assertEquals(RecordDecoder.EARLIEST_PLAUSIBLE_NS, bounds.get("minimum").asLong(), record + " " + timestamp);
                 }
             }
         }
