@@ -4,10 +4,7 @@ import io.iopipe.jobs.io.KafkaClientConfig;
 import io.iopipe.jobs.io.KafkaIo;
 import io.iopipe.jobs.pipeline.DecodeRecords;
 import io.iopipe.jobs.pipeline.Pipeline;
-import io.iopipe.jobs.records.DiskstatsSample;
-import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
-import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.PipelineTimings;
 import io.iopipe.jobs.records.RawRecord;
@@ -15,7 +12,6 @@ import io.iopipe.jobs.records.Topics;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
-import java.util.List;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -115,7 +111,7 @@ public final class LiveJob {
         // Checkpoints commit Kafka offsets and flush the at-least-once sink.
         env.enableCheckpointing(PipelineTimings.CHECKPOINT_INTERVAL.toMillis());
         DataStream<RawRecord> input = env.fromSource(
-                KafkaIo.source(brokers, kafka, groupId, List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA)),
+                KafkaIo.source(brokers, kafka, groupId, DecodeRecords.AGENT_RECORDS),
                 WatermarkStrategy.noWatermarks(), "agent topics").uid("agent-topics");
         DataStream<OutputRecord> output = Pipeline.build(input, config);
         output.sinkTo(KafkaIo.sink(brokers, kafka)).name("output topics").uid("output-topics");

@@ -5,8 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.iopipe.jobs.io.KafkaClientConfig;
+import io.iopipe.jobs.pipeline.DecodeRecords;
 import io.iopipe.jobs.pipeline.Pipeline;
+import io.iopipe.jobs.records.EventBatch;
+import io.iopipe.jobs.records.IntervalRecord;
 import io.iopipe.jobs.records.PipelineTimings;
+import io.iopipe.jobs.records.Topics;
 import io.iopipe.jobs.testing.KafkaSettings;
 import io.iopipe.jobs.testing.SchemaFiles;
 import java.nio.file.Path;
@@ -18,9 +22,11 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.flink.api.dag.Transformation;
+import org.apache.flink.connector.kafka.lineage.KafkaDatasetFacet;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.lineage.LineageDataset;
 import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
 import org.apache.flink.streaming.api.transformations.SinkTransformation;
 import org.apache.flink.streaming.api.transformations.SourceTransformation;
@@ -51,6 +57,25 @@ class LiveJobTest {
         assertEquals(List.of(), missing, "operators without a uid");
         assertEquals(uids.size(), new HashSet<>(uids).size(), "uids are unique: " + uids);
         assertTrue(uids.containsAll(List.of("agent-topics", "output-topics")), uids.toString());
+    }
+
+    /** The topics of every agent record the graph decodes, the batched ones too, and no other. */
+    @Test
+    void theJobReadsTheTopicOfEachAgentRecordItDecodes() {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        LiveJob.build(env, "127.0.0.1:1", KafkaClientConfig.NONE, "topics-test", new Pipeline.Config());
+        List<String> topics = new ArrayList<>();
+        for (Transformation<?> t : reachable(env.getTransformations())) {
+            if (t instanceof SourceTransformation<?, ?, ?> source) {
+                for (LineageDataset read : ((KafkaSource<?>) source.getSource()).getLineageVertex().datasets()) {
+                    read.facets().values().stream().filter(KafkaDatasetFacet.class::isInstance)
+                            .forEach(facet -> topics.addAll(((KafkaDatasetFacet) facet).getTopicIdentifier().getTopics()));
+                }
+            }
+        }
+        assertEquals(Set.copyOf(DecodeRecords.AGENT_RECORDS.stream().map(Topics::forRecord).toList()), Set.copyOf(topics));
+        assertTrue(topics.containsAll(List.of(Topics.forRecord(IntervalRecord.SCHEMA), Topics.forRecord(EventBatch.SCHEMA))),
+                topics.toString());
     }
 
     @Test

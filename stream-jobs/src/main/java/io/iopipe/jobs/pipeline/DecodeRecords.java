@@ -3,8 +3,10 @@ package io.iopipe.jobs.pipeline;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DecodeException;
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.EventBatch;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
+import io.iopipe.jobs.records.IntervalRecord;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
@@ -15,6 +17,7 @@ import io.iopipe.jobs.records.WindowDecoder;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Gauge;
@@ -24,9 +27,12 @@ import org.apache.flink.util.Collector;
 /**
  * Decodes raw lines by their `schema`; anything invalid becomes a dead letter with the
  * reason. A valid agent record also goes, as it was sent, to the accepted side output
- * (what ClickHouse's raw tables store). Windows given as input (io.window.v1) go to their
- * own side output, to be compared with their peers. Valid records of a kind this graph does not
- * consume (the agent's own reports, the jobs' outputs fed back) are counted and passed over.
+ * (what ClickHouse's raw tables store). A batched record (io.interval.v1,
+ * io.eventbatch.v1) goes on as the records it batches, each as if sent alone, and is
+ * accepted or dead-lettered whole: one record in the counters either way. Windows given
+ * as input (io.window.v1) go to their own side output, to be compared with their peers.
+ * Valid records of a kind this graph does not consume (the agent's own reports, the jobs'
+ * outputs fed back) are counted and passed over.
  *
  * <p>Given the file of the fleet's master secret, every record, whatever its schema, must
  * carry the signature of the host it names ({@link HostSignatures}); one that does not is
@@ -35,6 +41,9 @@ import org.apache.flink.util.Collector;
  */
 public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/decode";
+    /** The agent records decoded here into the disk records they hold: the live job reads their topics. */
+    public static final List<String> AGENT_RECORDS = List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA,
+            IntervalRecord.SCHEMA, EventBatch.SCHEMA);
     /** The gauge that is 1 while records are taken without their hosts' signatures. */
     public static final String UNSIGNED_INGESTION = "unsigned_ingestion";
     private final String signingSecret;
@@ -76,13 +85,8 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
                 decoded.inc();
                 return;
             }
-            DiskRecord record = switch (schema) {
-                case DiskstatsSample.SCHEMA -> DiskRecord.of(RecordDecoder.diskstats(node, raw.source, nowNs));
-                case HistRecord.SCHEMA -> DiskRecord.of(RecordDecoder.hist(node, nowNs));
-                case IoEvent.SCHEMA -> DiskRecord.of(RecordDecoder.event(node, nowNs));
-                default -> null;
-            };
-            if (record == null) {
+            String key = emitDecoded(schema, node, raw.source, nowNs, out);
+            if (key == null) {
                 if (!Pipeline.isKnownRecord(schema)) {
                     throw new DecodeException("unknown schema: " + schema);
                 }
@@ -90,12 +94,47 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
                 return;
             }
             decoded.inc();
-            ctx.output(Pipeline.ACCEPTED, OutputRecord.acceptedInput(schema, record.key(), raw.text));
-            out.collect(record);
+            ctx.output(Pipeline.ACCEPTED, OutputRecord.acceptedInput(schema, key, raw.text));
         } catch (DecodeException e) {
             deadLettered.inc();
             ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, e.getMessage(), raw.text, nowNs));
         }
+    }
+
+    /**
+     * Decodes an agent record whole and only then emits the disk records it holds, so that
+     * none of a refused batch goes on; its disk's key, or null for a record not decoded here.
+     */
+    private static String emitDecoded(String schema, JsonNode node, String source, long nowNs, Collector<DiskRecord> out)
+            throws DecodeException {
+        return switch (schema) {
+            case DiskstatsSample.SCHEMA -> emit(DiskRecord.of(RecordDecoder.diskstats(node, source, nowNs)), out);
+            case HistRecord.SCHEMA -> emit(DiskRecord.of(RecordDecoder.hist(node, nowNs)), out);
+            case IoEvent.SCHEMA -> emit(DiskRecord.of(RecordDecoder.event(node, nowNs)), out);
+            case IntervalRecord.SCHEMA -> emitParts(RecordDecoder.interval(node, source, nowNs), out);
+            case EventBatch.SCHEMA -> emitParts(RecordDecoder.eventBatch(node, nowNs), out);
+            default -> null;
+        };
+    }
+
+    private static String emit(DiskRecord record, Collector<DiskRecord> out) {
+        out.collect(record);
+        return record.key();
+    }
+
+    private static String emitParts(IntervalRecord interval, Collector<DiskRecord> out) {
+        String key = emit(DiskRecord.of(interval.sample), out);
+        for (HistRecord h : interval.histograms) {
+            out.collect(DiskRecord.of(h));
+        }
+        return key;
+    }
+
+    private static String emitParts(EventBatch batch, Collector<DiskRecord> out) {
+        for (IoEvent e : batch.events) {
+            out.collect(DiskRecord.of(e));
+        }
+        return batch.key();
     }
 
     /**

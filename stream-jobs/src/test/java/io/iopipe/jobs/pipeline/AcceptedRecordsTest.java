@@ -7,10 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.records.DeadLetters;
-import io.iopipe.jobs.records.DiskstatsSample;
-import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
-import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.records.RawRecord;
@@ -38,7 +35,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The shared examples are the contract's: each invalid one breaks one rule.
  */
 class AcceptedRecordsTest {
-    private static final List<String> AGENT_RECORDS = List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA);
+    private static final List<String> AGENT_RECORDS = DecodeRecords.AGENT_RECORDS;
     private static final String SECRET_HEX = "3c".repeat(32);
     private static final HostSignatures SIGNATURES = HostSignatures.ofSecret(HexFormat.of().parseHex(SECRET_HEX));
 
@@ -51,18 +48,25 @@ class AcceptedRecordsTest {
         return config;
     }
 
+    /**
+     * Each example is read off its record's topic, as the live job reads it: an invalid
+     * interval whose schema says io.diskstats.v1 is a valid diskstats sample (whose schema
+     * lets a record carry more fields), and what refuses it is being on the intervals' topic.
+     */
     @Test
     void passesOnEveryAgentRecordTheContractAcceptsAsSentAndNoneItRefuses() throws Exception {
         List<RawRecord> input = new ArrayList<>();
         Map<String, String> sentValid = new TreeMap<>();
         for (String schema : AGENT_RECORDS) {
+            String topic = Topics.forRecord(schema);
             for (JsonNode valid : SchemaFiles.validExamples(schema)) {
                 String text = valid.toString();
                 sentValid.put(text, valid.get("host").asText() + "/" + valid.get("disk").asText());
-                input.add(new RawRecord("valid " + schema, text));
+                input.add(RawRecord.fromTopic(topic, "valid " + schema, text, null));
             }
             for (JsonNode invalid : SchemaFiles.invalidExamples(schema)) {
-                input.add(new RawRecord("invalid " + schema + ": " + invalid.get("why").asText(), invalid.get("record").toString()));
+                input.add(RawRecord.fromTopic(topic, "invalid " + schema + ": " + invalid.get("why").asText(),
+                        invalid.get("record").toString(), null));
             }
         }
 
