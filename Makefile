@@ -196,7 +196,7 @@ bench-ingest: deps images
 bench-jobs: deps $(JOB_JAR) images
 	@python3 -m iopipe.bench.jobs
 
-# The live job on the cluster at 500 to 50,000 disks (SIZES in scale.py) sending as agents do, checkpoints
+# The live job on the cluster at 1,000 to 20,000 disks (SIZES in scale.py) sending as agents do, checkpoints
 # on: records/s, checkpoints, record-to-ClickHouse latency, against a plain Kafka consumer.
 bench-fleet: deps $(JOB_JAR) images
 	@$(PYTHON) -m iopipe.bench.scale
