@@ -9,6 +9,8 @@ pub const DISKSTATS: &str = include_str!("../../schema/records/io.diskstats.v1.s
 pub const HIST: &str = include_str!("../../schema/records/io.hist.v1.schema.json");
 pub const EVENT: &str = include_str!("../../schema/records/io.event.v1.schema.json");
 pub const WINDOW: &str = include_str!("../../schema/records/io.window.v1.schema.json");
+pub const INTERVAL: &str = include_str!("../../schema/records/io.interval.v1.schema.json");
+pub const EVENT_BATCH: &str = include_str!("../../schema/records/io.eventbatch.v1.schema.json");
 pub const AGENT: &str = include_str!("../../schema/records/io.agent.v1.schema.json");
 pub const PIPELINE: &str = include_str!("../../schema/pipeline.json");
 const IOTRACE_H: &str = include_str!("bpf/iotrace.h");
@@ -55,6 +57,18 @@ pub fn diskstats_counters() -> Vec<String> {
 pub fn allowed(record_schema: &str, field: &str) -> Vec<String> {
     let values = schema(record_schema)["properties"][field]["enum"].clone();
     serde_json::from_value(values).unwrap_or_else(|e| panic!("{field} has no enum of strings: {e}"))
+}
+
+/// The most entries an array field of a record may hold: its schema's maxItems.
+pub fn max_items(record_schema: &str, field: &str) -> usize {
+    let most = schema(record_schema)["properties"][field]["maxItems"].as_u64();
+    usize::try_from(most.unwrap_or_else(|| panic!("{field} has no maxItems"))).expect("a bound fits in memory")
+}
+
+/// Whether `record` keeps every rule of `record_schema`, and if not, which it breaks.
+pub fn violations(record_schema: &str, record: &Value) -> Vec<String> {
+    let validator = jsonschema::validator_for(&schema(record_schema)).expect("a record schema compiles");
+    validator.iter_errors(record).map(|e| format!("{}: {e}", e.instance_path())).collect()
 }
 
 /// The record a schema is of: its `schema` field's constant.

@@ -1,8 +1,10 @@
 //! iopipe-agent: the host side of iopipe. Traces block I/O with BPF and samples
-//! /proc/diskstats (`io.hist.v1`, `io.event.v1`, `io.diskstats.v1`, and its own counters in
-//! `io.agent.v1`), as NDJSON on stdout or a unix socket, or straight to Kafka; converts
-//! captures and telemetry of other tools into `io.event.v1` and `io.window.v1` records.
+//! /proc/diskstats (batched as `io.interval.v1` and `io.eventbatch.v1`, or one by one as
+//! `io.diskstats.v1`, `io.hist.v1` and `io.event.v1`, and its own counters in `io.agent.v1`),
+//! as NDJSON on stdout or a unix socket, or straight to Kafka; converts captures and
+//! telemetry of other tools into `io.event.v1` and `io.window.v1` records.
 
+mod batching;
 #[cfg(test)]
 mod contract;
 mod convert;
@@ -33,6 +35,7 @@ fn manifest_dir() -> std::path::PathBuf {
 }
 
 use anyhow::{bail, Context, Result};
+use batching::RecordMode;
 use clap::{Parser, Subcommand, ValueEnum};
 use output::{KafkaSink, Sink, StdoutSink, UnixSink};
 use iotrace::SamplingConfig;
@@ -60,15 +63,16 @@ enum Command {
     /// Trace block I/O with BPF and sample /proc/diskstats (--no-trace: sample only).
     ///
     /// Every I/O a disk completes is counted in the kernel into per-disk, per-op log2
-    /// histograms of device, queue and total latency, sent for each interval with I/O
-    /// (io.hist.v1); the I/Os worth reading one by one (outliers, 1 in --uniform-every of
-    /// the rest, flight recordings, every I/O of a quiet disk) are sent as they complete
-    /// (io.event.v1). Every interval the agent also sends each disk's /proc/diskstats
-    /// sample (io.diskstats.v1) and its own counters (io.agent.v1), which include, per
-    /// disk, the completions of /proc/diskstats its histograms lack. Tracing needs CAP_BPF
-    /// and CAP_PERFMON; every capability is dropped once the programs are attached. With
-    /// --no-trace the agent sends its diskstats samples and counters alone, and needs no
-    /// privileges.
+    /// histograms of device, queue and total latency; the I/Os worth reading one by one
+    /// (outliers, 1 in --uniform-every of the rest, flight recordings, every I/O of a quiet
+    /// disk) are sampled as events. Every interval the agent sends each disk's
+    /// /proc/diskstats sample with its histograms of the interval (io.interval.v1) and the
+    /// events read in it (io.eventbatch.v1), or, with --records single, the three one by one
+    /// (io.diskstats.v1, io.hist.v1, io.event.v1 as they complete); and its own counters
+    /// (io.agent.v1), which include, per disk, the completions of /proc/diskstats its
+    /// histograms lack. Tracing needs CAP_BPF and CAP_PERFMON; every capability is dropped
+    /// once the programs are attached. With --no-trace the agent sends its diskstats samples
+    /// (intervals without histograms) and counters alone, and needs no privileges.
     Run(RunArgs),
     /// Turn a capture of another tool into io.event.v1 records, or fleet telemetry into
     /// io.window.v1 records.
@@ -215,6 +219,19 @@ struct RunArgs {
     /// Stop after this many intervals (0: run until SIGINT/SIGTERM).
     #[arg(long, default_value_t = 0)]
     count: u64,
+    /// Which records carry the disks' samples, histograms and events.
+    ///
+    /// batched: per disk and interval, one io.interval.v1 (its /proc/diskstats sample and
+    /// every histogram of the interval) and io.eventbatch.v1 records of the events read in
+    /// the interval (as many as the schema allows in one, a full one sent at once), all sent
+    /// as the interval closes. single: io.diskstats.v1, io.hist.v1 and io.event.v1 one by
+    /// one, events as they complete, as agents sent before the batches (every pipeline that
+    /// takes the batches still takes these). Either way a disk's histograms with no diskstats
+    /// sample of the disk in their interval (the read failed, the disk was removed or used
+    /// first after the sample, or the moments after a --count run's last sample) go as
+    /// io.hist.v1 records.
+    #[arg(long, value_enum, default_value = "batched")]
+    records: RecordMode,
     /// Include partitions, not only whole disks.
     #[arg(long)]
     partitions: bool,
@@ -387,6 +404,7 @@ fn run(args: RunArgs) -> Result<()> {
         positions: state_file.map(PositionKeeper::new),
         interval,
         count: args.count,
+        records: args.records,
     }
     .execute()
 }

@@ -1,8 +1,10 @@
 //! `iopipe-agent run`: every interval, a diskstats sample, the kernel's histograms and the
-//! agent's own counters; sampled events as they come.
+//! agent's own counters; sampled events as they come, or with their interval's close when
+//! batched (batching.rs).
 
+use crate::batching::{DiskRecordSender, RecordMode};
 use crate::output::Sink;
-use crate::record::{DiskstatsRecord, DISKSTATS_SCHEMA};
+use crate::record::DiskstatsRecord;
 use crate::restart::PositionKeeper;
 use crate::sampler::{self, Sample, Sampler};
 use crate::sysfs::{self, Identity};
@@ -28,6 +30,8 @@ pub struct Run {
     pub interval: Duration,
     /// Samples to take; 0: until SIGINT/SIGTERM.
     pub count: u64,
+    /// Which records carry the disks' samples, histograms and events (--records).
+    pub records: RecordMode,
 }
 
 impl Run {
@@ -36,13 +40,14 @@ impl Run {
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
         }
-        let mut diskstats = DiskstatsEmitter::new(self.host.clone(), self.labels.clone(), self.sampler.sys_root.clone());
+        let mut diskstats = DiskstatsRecords::new(self.host.clone(), self.labels.clone(), self.sampler.sys_root.clone());
+        let mut sender = DiskRecordSender::new(self.records, &self.host, self.tracer.is_some());
         let mut report = SelfReport::new(&self.host, &self.labels, self.tracer.as_ref());
         let started = Instant::now();
         let mut taken = 0u64;
         while !stop.load(Ordering::Relaxed) && (self.count == 0 || taken < self.count) {
-            self.close_interval(&mut diskstats)?;
-            report.emit(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
+            self.close_interval(&mut diskstats, &mut sender)?;
+            report.emit(&diskstats, &sender, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
             self.keep_position();
             taken += 1;
             if self.count != 0 && taken >= self.count {
@@ -53,7 +58,7 @@ impl Run {
             let mut positions = self.positions.as_mut();
             match self.tracer.as_mut() {
                 Some(tracer) => wait_until(deadline, &stop, |step| {
-                    tracer.poll(step, sink)?;
+                    forward_events(tracer, step, &mut sender, sink)?;
                     // The brokers acknowledge an interval's records after it was sent.
                     if let Some(positions) = positions.as_mut() {
                         positions.settled(sink.records_settled());
@@ -67,28 +72,31 @@ impl Run {
             }
         }
         if let Some(tracer) = self.tracer.as_mut() {
-            tracer.poll(Duration::ZERO, self.sink.as_mut())?;
+            forward_events(tracer, Duration::ZERO, &mut sender, self.sink.as_mut())?;
         }
         if stop.load(Ordering::Relaxed) {
             // The interval a stop cut short is sent as any other, its diskstats with its
             // histograms: a stream job windows histograms with the diskstats of their time.
-            self.close_interval(&mut diskstats)?;
+            self.close_interval(&mut diskstats, &mut sender)?;
         } else if let Some(tracer) = self.tracer.as_mut() {
-            tracer.emit_interval(self.sink.as_mut())?;
+            // What completed since the last sample, which has no sample of its own.
+            let histograms = tracer.read_interval()?;
+            sender.close_interval(&[], Some(&histograms), self.sink.as_mut())?;
         }
-        report.emit(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
+        report.emit(&diskstats, &sender, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_mut(), self.metrics.as_ref())?;
         let closed = self.sink.close();
         self.keep_position();
-        let counters = report.counters(&diskstats, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_ref());
+        let counters = report.counters(&diskstats, &sender, self.tracer.as_ref(), self.positions.as_ref(), self.sink.as_ref());
         eprintln!("iopipe-agent: {taken} samples; {}", counters.iter().map(|c| format!("{} {}", c.name, c.value)).collect::<Vec<_>>().join(", "));
         closed
     }
 
-    /// Samples the diskstats and sends them, then the histograms of the interval that ends.
-    fn close_interval(&mut self, diskstats: &mut DiskstatsEmitter) -> Result<()> {
+    /// Samples the diskstats, reads the histograms of the interval that ends, and sends
+    /// them (with the events kept, when batched).
+    fn close_interval(&mut self, diskstats: &mut DiskstatsRecords, sender: &mut DiskRecordSender) -> Result<()> {
         let sample = match self.sampler.sample() {
             Ok(sample) => {
-                diskstats.emit(&sample, self.sink.as_mut())?;
+                diskstats.count_bad_lines(&sample);
                 Some(sample)
             }
             Err(err) => {
@@ -97,12 +105,12 @@ impl Run {
                 None
             }
         };
-        if let Some(tracer) = self.tracer.as_mut() {
-            // After the sample: the histograms read later can only hold more (reconcile.rs).
-            tracer.emit_interval(self.sink.as_mut())?;
-            if let Some(sample) = &sample {
-                tracer.reconcile(sample);
-            }
+        // After the sample: the histograms read later can only hold more (reconcile.rs).
+        let histograms = self.tracer.as_mut().map(Tracer::read_interval).transpose()?;
+        let samples = sample.as_ref().map(|sample| diskstats.records(sample)).unwrap_or_default();
+        sender.close_interval(&samples, histograms.as_ref(), self.sink.as_mut())?;
+        if let (Some(tracer), Some(sample)) = (self.tracer.as_mut(), &sample) {
+            tracer.reconcile(sample);
         }
         Ok(())
     }
@@ -117,16 +125,23 @@ impl Run {
     }
 }
 
-/// io.diskstats.v1 records of each sample, with the disks' identity and the host's labels.
-struct DiskstatsEmitter {
+/// Hands the events the tracer reads within `timeout` to the sender.
+fn forward_events(tracer: &mut Tracer, timeout: Duration, sender: &mut DiskRecordSender, sink: &mut dyn Sink) -> Result<()> {
+    for event in tracer.poll(timeout)? {
+        sender.event(event, sink)?;
+    }
+    Ok(())
+}
+
+/// Each sample's disks in the shape of io.diskstats.v1, with their identity and the host's
+/// labels; malformed lines and failed reads counted.
+struct DiskstatsRecords {
     host: String,
     labels: BTreeMap<String, String>,
     sys_root: PathBuf,
-    topic: String,
     identities: HashMap<String, (Identity, Instant)>,
     warned_unknown_rotational: HashSet<String>,
     reported_bad_lines: HashSet<String>,
-    records: u64,
     bad_lines: u64,
     read_errors: u64,
 }
@@ -134,23 +149,46 @@ struct DiskstatsEmitter {
 /// A disk's identity is read again this often: a swapped disk may keep its name.
 const IDENTITY_TTL: Duration = Duration::from_secs(60);
 
-impl DiskstatsEmitter {
+impl DiskstatsRecords {
     fn new(host: String, labels: BTreeMap<String, String>, sys_root: PathBuf) -> Self {
-        DiskstatsEmitter {
+        DiskstatsRecords {
             host,
             labels,
             sys_root,
-            topic: topics::topic_for(DISKSTATS_SCHEMA),
             identities: HashMap::new(),
             warned_unknown_rotational: HashSet::new(),
             reported_bad_lines: HashSet::new(),
-            records: 0,
             bad_lines: 0,
             read_errors: 0,
         }
     }
 
-    fn emit(&mut self, sample: &Sample, sink: &mut dyn Sink) -> Result<()> {
+    /// The records of `sample`'s disks, in its order.
+    fn records<'a>(&'a mut self, sample: &'a Sample) -> Vec<DiskstatsRecord<'a>> {
+        for disk in &sample.disks {
+            self.refresh_identity(&disk.counters.name);
+            if disk.rotational.is_none() && self.warned_unknown_rotational.insert(disk.counters.name.clone()) {
+                eprintln!("iopipe-agent: sysfs has no queue/rotational for {}: reporting it as non-rotational", disk.counters.name);
+            }
+        }
+        let this: &'a Self = self;
+        sample
+            .disks
+            .iter()
+            .map(|disk| {
+                let rotational = disk.rotational.unwrap_or(false);
+                let identity = &this.identities[&disk.counters.name].0;
+                let mut record = DiskstatsRecord::new(&this.host, sample.ts_ns, rotational, &disk.counters);
+                record.model = identity.model.as_deref();
+                record.serial = identity.serial.as_deref();
+                record.rpm = identity.rpm.filter(|_| rotational);
+                record.labels = (!this.labels.is_empty()).then_some(&this.labels);
+                record
+            })
+            .collect()
+    }
+
+    fn count_bad_lines(&mut self, sample: &Sample) {
         for bad in &sample.bad_lines {
             self.bad_lines += 1;
             // A malformed line usually stays malformed while its other counters move on:
@@ -160,33 +198,13 @@ impl DiskstatsEmitter {
                 eprintln!("iopipe-agent: skipped {bad} (reported once; counted every time)");
             }
         }
-        for disk in &sample.disks {
-            let name = &disk.counters.name;
-            let rotational = disk.rotational.unwrap_or_else(|| {
-                if self.warned_unknown_rotational.insert(name.clone()) {
-                    eprintln!("iopipe-agent: sysfs has no queue/rotational for {name}: reporting it as non-rotational");
-                }
-                false
-            });
-            let identity = self.identity(name);
-            let mut record = DiskstatsRecord::new(&self.host, sample.ts_ns, rotational, &disk.counters);
-            record.model = identity.model.as_deref();
-            record.serial = identity.serial.as_deref();
-            record.rpm = identity.rpm.filter(|_| rotational);
-            record.labels = (!self.labels.is_empty()).then_some(&self.labels);
-            sink.send(&self.topic, &record.key(), &serde_json::to_string(&record)?)?;
-            self.records += 1;
-        }
-        sink.flush()
     }
 
-    fn identity(&mut self, name: &str) -> Identity {
-        let sys_root = &self.sys_root;
-        let entry = self.identities.entry(name.to_string()).or_insert_with(|| (sysfs::identity(sys_root, name), Instant::now()));
-        if entry.1.elapsed() > IDENTITY_TTL {
-            *entry = (sysfs::identity(sys_root, name), Instant::now());
+    fn refresh_identity(&mut self, name: &str) {
+        let stale = self.identities.get(name).is_none_or(|(_, read)| read.elapsed() > IDENTITY_TTL);
+        if stale {
+            self.identities.insert(name.to_string(), (sysfs::identity(&self.sys_root, name), Instant::now()));
         }
-        entry.0.clone()
     }
 }
 
@@ -212,13 +230,20 @@ impl SelfReport {
         }
     }
 
-    fn counters(&self, diskstats: &DiskstatsEmitter, tracer: Option<&Tracer>, positions: Option<&PositionKeeper>, sink: &dyn Sink) -> Vec<Counter> {
-        let mut counters = vec![
-            Counter::new("diskstats_records", diskstats.records, "io.diskstats.v1 records sent"),
+    fn counters(
+        &self,
+        diskstats: &DiskstatsRecords,
+        sender: &DiskRecordSender,
+        tracer: Option<&Tracer>,
+        positions: Option<&PositionKeeper>,
+        sink: &dyn Sink,
+    ) -> Vec<Counter> {
+        let mut counters = sender.counters();
+        counters.extend([
             Counter::new("diskstats_bad_lines", diskstats.bad_lines, "malformed /proc/diskstats lines skipped"),
             Counter::new("diskstats_read_errors", diskstats.read_errors, "samples lost because /proc/diskstats could not be read"),
             Counter::new("agent_records", self.records, "io.agent.v1 records sent"),
-        ];
+        ]);
         if let Some(tracer) = tracer {
             counters.extend(tracer.counters());
             match tracer.kernel_counters() {
@@ -235,14 +260,15 @@ impl SelfReport {
 
     fn emit(
         &mut self,
-        diskstats: &DiskstatsEmitter,
+        diskstats: &DiskstatsRecords,
+        sender: &DiskRecordSender,
         tracer: Option<&Tracer>,
         positions: Option<&PositionKeeper>,
         sink: &mut dyn Sink,
         metrics: Option<&MetricsEndpoint>,
     ) -> Result<()> {
         self.records += 1;
-        let counters = self.counters(diskstats, tracer, positions, sink);
+        let counters = self.counters(diskstats, sender, tracer, positions, sink);
         if let Some(metrics) = metrics {
             metrics.publish(telemetry::prometheus_text(&self.host, &counters));
         }
@@ -282,29 +308,6 @@ mod tests {
     use super::*;
     use crate::lines::LineError;
 
-    struct Discard;
-
-    impl Sink for Discard {
-        fn send(&mut self, _: &str, _: &str, _: &str) -> Result<()> {
-            Ok(())
-        }
-        fn flush(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn close(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn counters(&self) -> Vec<Counter> {
-            Vec::new()
-        }
-        fn records_handed(&self) -> u64 {
-            0
-        }
-        fn records_settled(&self) -> u64 {
-            0
-        }
-    }
-
     fn sample_with_bad_line(line: &str) -> Sample {
         let reason = "6 fields, expected at least 14 (major minor name and 11 counters)";
         Sample { ts_ns: 1, disks: Vec::new(), bad_lines: vec![LineError::new("diskstats", 8, reason, line)] }
@@ -312,11 +315,11 @@ mod tests {
 
     #[test]
     fn a_bad_line_whose_counters_move_on_is_reported_once_and_counted_each_time() {
-        let mut emitter = DiskstatsEmitter::new("h".into(), BTreeMap::new(), PathBuf::from("/nonexistent"));
-        emitter.emit(&sample_with_bad_line("8 16 sdb 1 2 3"), &mut Discard).unwrap();
-        emitter.emit(&sample_with_bad_line("8 16 sdb 9 9 9"), &mut Discard).unwrap();
-        emitter.emit(&sample_with_bad_line("8 32 sdc 1 2 3"), &mut Discard).unwrap();
-        assert_eq!(emitter.bad_lines, 3);
-        assert_eq!(emitter.reported_bad_lines.len(), 2, "{:?}", emitter.reported_bad_lines);
+        let mut diskstats = DiskstatsRecords::new("h".into(), BTreeMap::new(), PathBuf::from("/nonexistent"));
+        diskstats.count_bad_lines(&sample_with_bad_line("8 16 sdb 1 2 3"));
+        diskstats.count_bad_lines(&sample_with_bad_line("8 16 sdb 9 9 9"));
+        diskstats.count_bad_lines(&sample_with_bad_line("8 32 sdc 1 2 3"));
+        assert_eq!(diskstats.bad_lines, 3);
+        assert_eq!(diskstats.reported_bad_lines.len(), 2, "{:?}", diskstats.reported_bad_lines);
     }
 }

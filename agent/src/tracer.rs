@@ -1,17 +1,16 @@
-//! Block I/O tracing as records: the kernel's interval histograms as io.hist.v1, its
-//! sampled events as io.event.v1, and each disk's sampling settings kept up to date
-//! from its own recent distribution.
+//! Block I/O tracing: the kernel's histograms of each interval, by disk; its sampled
+//! events as io.event.v1; and each disk's sampling settings kept up to date from its own
+//! recent distribution. Which records carry them is batching.rs's business.
 
 use crate::iotrace::{disk_table_size, status_errno, Attachment, DiskId, FlushSequences, IntervalHist, IoTrace, RawEvent, SamplingConfig, OPS};
 use crate::iotrace::types;
-use crate::output::Sink;
 use crate::recent::RecentLatency;
 use crate::reconcile::Reconciler;
 use crate::restart::{DiskPosition, Resumed};
 use crate::sampler::{DiskSelection, Sample, SampledDisk};
 use crate::telemetry::Counter;
-use crate::record::{kernel_comm, EventRecord, HistRecord, Op, SampleReason, TimedFrom, EVENT_SCHEMA, HIST_SCHEMA};
-use crate::{sampler, sysfs, topics};
+use crate::record::{kernel_comm, EventRecord, Histogram, Op, SampleReason, TimedFrom, EVENT_SCHEMA};
+use crate::{sampler, sysfs};
 use anyhow::Result;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -30,12 +29,30 @@ const _: () = assert!(LATENCY_KINDS.len() == types::latency_kind::LATENCY_KINDS.
 const _: () = assert!(OP_NAMES.len() == types::io_op::IO_FLUSH.0 as usize + 1);
 const _: () = assert!(REASONS.len() == types::sample_reason::SAMPLE_RECORDER.0 as usize + 1);
 
+/// Every histogram of one interval of the disks reported, by disk.
+#[derive(Debug)]
+pub struct IntervalHistograms {
+    /// The interval's span: the previous read of the histograms (or the programs'
+    /// attachment) to this one.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// In disk order; a disk without I/O in the interval has none.
+    pub disks: Vec<DiskHistograms>,
+}
+
+/// One disk's histograms of an interval: at most one per op and latency kind, in that order.
+#[derive(Debug)]
+pub struct DiskHistograms {
+    pub disk: DiskId,
+    /// As sysfs names the device (its name in /proc/diskstats), or its numbers.
+    pub name: String,
+    pub hists: Vec<Histogram>,
+}
+
 pub struct Tracer {
     trace: IoTrace,
     host: String,
     sys_root: PathBuf,
-    hist_topic: String,
-    event_topic: String,
     disk_names: HashMap<DiskId, String>,
     interval_start_ns: u64,
     sampling: SamplingConfig,
@@ -60,8 +77,6 @@ pub struct Tracer {
 #[derive(Debug, Default, Clone)]
 pub struct TracerStats {
     pub ios_completed: u64,
-    pub events_by_reason: [u64; 3],
-    pub hist_records: u64,
     /// Writes whose flush sequence ended (see FlushSequences).
     pub flush_sequence_ends: u64,
     /// Events of disks not selected, left out.
@@ -94,8 +109,6 @@ impl Tracer {
             trace,
             host: host.to_string(),
             sys_root: sys_root.to_path_buf(),
-            hist_topic: topics::topic_for(HIST_SCHEMA),
-            event_topic: topics::topic_for(EVENT_SCHEMA),
             disk_names: HashMap::new(),
             interval_start_ns: sampler::wall_clock_ns(),
             sampling,
@@ -128,53 +141,33 @@ impl Tracer {
         self.selection.selects(&name)
     }
 
-    /// Waits up to `timeout` for sampled events and sends them.
-    pub fn poll(&mut self, timeout: Duration, sink: &mut dyn Sink) -> Result<()> {
+    /// Waits up to `timeout` for sampled events and returns those of the disks reported.
+    pub fn poll(&mut self, timeout: Duration) -> Result<Vec<EventRecord>> {
         let events = self.trace.poll_events(timeout)?;
         if events.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let wall_minus_monotonic = wall_minus_monotonic_ns();
+        let mut records = Vec::with_capacity(events.len());
         for raw in &events {
-            if !self.selects(raw.disk) {
+            if self.selects(raw.disk) {
+                records.push(self.event_record(raw, wall_minus_monotonic));
+            } else {
                 self.stats.events_unselected += 1;
-                continue;
-            }
-            let record = self.event_record(raw, wall_minus_monotonic);
-            sink.send(&self.event_topic, &record.key(), &serde_json::to_string(&record)?)?;
-            if let Some(n) = self.stats.events_by_reason.get_mut(usize::from(raw.reason)) {
-                *n += 1;
             }
         }
-        Ok(())
+        Ok(records)
     }
 
-    /// Sends the interval's histograms and updates each disk's sampling settings.
-    pub fn emit_interval(&mut self, sink: &mut dyn Sink) -> Result<()> {
+    /// The histograms of the interval that ends now, which from here on count as sent
+    /// (the caller sends them before it takes a position: restart.rs); updates each disk's
+    /// sampling settings.
+    pub fn read_interval(&mut self) -> Result<IntervalHistograms> {
         let (mut hists, mut flush_sequences) = self.trace.read_interval()?;
         hists.retain(|hist| self.selects(hist.disk));
         flush_sequences.retain(|disk, _| self.selects(*disk));
+        let start_ns = self.interval_start_ns;
         let end_ns = sampler::wall_clock_ns();
-        for hist in &hists {
-            let disk = self.disk_name(hist.disk);
-            let record = HistRecord {
-                schema: HIST_SCHEMA,
-                host: &self.host,
-                disk: &disk,
-                op: OP_NAMES[hist.op],
-                start_ns: self.interval_start_ns,
-                end_ns,
-                latency: LATENCY_KINDS[hist.kind],
-                buckets_log2_us: &hist.buckets,
-                count: hist.count,
-                sum_us: hist.sum_us,
-                max_us: hist.max_us,
-                errors: hist.errors,
-            };
-            sink.send(&self.hist_topic, &record.key(), &serde_json::to_string(&record)?)?;
-            self.stats.hist_records += 1;
-        }
-        let seconds = end_ns.saturating_sub(self.interval_start_ns) as f64 / 1e9;
         self.interval_start_ns = end_ns;
         self.stats.ios_completed += hists.iter().filter(|h| h.kind == DEVICE).map(|h| h.count).sum::<u64>();
         for hist in hists.iter().filter(|h| h.kind == DEVICE && h.op != FLUSH) {
@@ -186,8 +179,30 @@ impl Tracer {
             total.ends += interval.ends;
             self.stats.flush_sequence_ends += interval.ends;
         }
-        self.update_settings(&hists, seconds)?;
-        sink.flush()
+        self.update_settings(&hists, end_ns.saturating_sub(start_ns) as f64 / 1e9)?;
+        Ok(IntervalHistograms { start_ns, end_ns, disks: self.by_disk(hists) })
+    }
+
+    /// Histograms sorted by disk, op and kind, as each disk's.
+    fn by_disk(&mut self, hists: Vec<IntervalHist>) -> Vec<DiskHistograms> {
+        let mut disks: Vec<DiskHistograms> = Vec::new();
+        for hist in hists {
+            if disks.last().is_none_or(|last| last.disk != hist.disk) {
+                let name = self.disk_name(hist.disk);
+                disks.push(DiskHistograms { disk: hist.disk, name, hists: Vec::new() });
+            }
+            let histogram = Histogram {
+                op: OP_NAMES[hist.op],
+                latency: LATENCY_KINDS[hist.kind],
+                buckets_log2_us: hist.buckets,
+                count: hist.count,
+                sum_us: hist.sum_us,
+                max_us: hist.max_us,
+                errors: hist.errors,
+            };
+            disks.last_mut().expect("pushed above").hists.push(histogram);
+        }
+        disks
     }
 
     /// Outlier thresholds from each disk's recent device times; a flight recording when
@@ -334,16 +349,11 @@ impl Tracer {
 
     /// The agent side's tracing counters.
     pub fn counters(&self) -> Vec<Counter> {
-        let [outlier, uniform, recorder] = self.stats.events_by_reason;
         vec![
             Counter::new("ios_completed", self.stats.ios_completed, "block I/Os completed, counted in the kernel's histograms"),
             Counter::new("ios_untraced", self.reconciler.total(), "reads, writes and discards /proc/diskstats counted that the histograms lack since the agent started, or since the position it resumed from (a lower bound, exact when the disk is idle; per disk in io.agent.v1 untraced_by_disk)"),
             Counter::new("ios_lost_restart", self.reconciler.total_lost_to_restart(), "of ios_untraced, those completed after the position a previous agent's delivered records left (--state-file) and before this agent attached: lost to the restart (per disk in io.agent.v1 lost_restart_by_disk)"),
-            Counter::new("events_sent_outlier", outlier, "outlier events sent"),
-            Counter::new("events_sent_uniform", uniform, "uniformly sampled events sent"),
-            Counter::new("events_sent_recorder", recorder, "flight-recorder events sent"),
             Counter::new("events_unselected", self.stats.events_unselected, "events of disks --disk does not name, left out"),
-            Counter::new("hist_records", self.stats.hist_records, "io.hist.v1 records sent"),
             Counter::new("write_flush_sequences", self.stats.flush_sequence_ends, "writes that asked for a cache flush the disk takes as requests of its own: the kernel counts each once as its sequence ends; its data, if any, is in the write histograms, its flushes in the flush ones"),
             Counter::new("recorder_starts_shape", self.stats.shape_shifts, "flight recordings started because a disk's latency shape shifted"),
         ]
@@ -425,6 +435,13 @@ mod tests {
                        "{constant} is {op:?}: an op is named by its first letter");
         }
         assert_eq!(ops[FLUSH].0, "IO_FLUSH");
+    }
+
+    #[test]
+    fn an_interval_has_room_for_every_histogram_a_disk_can_have() {
+        for column in ["hist_op", "hist_latency", "hist_count"] {
+            assert_eq!(contract::max_items(contract::INTERVAL, column), OP_NAMES.len() * LATENCY_KINDS.len(), "{column}");
+        }
     }
 
     #[test]

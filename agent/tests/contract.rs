@@ -1,9 +1,11 @@
 //! The agent's output honours the contract in schema/: every record validates against
-//! its JSON Schema, and a fixture host gives the golden records.
+//! its JSON Schema, batched (the default) or one by one (--records single), and a fixture
+//! host gives the golden records.
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// The agent's source directory, as cargo gives it at run time: the path compiled in names
 /// where this binary was built, and a target directory shared by several checkouts may
@@ -16,28 +18,34 @@ fn repo() -> PathBuf {
     agent_dir().parent().unwrap().to_path_buf()
 }
 
-fn run_agent_on_fixture(host_dir: &str) -> (Vec<Value>, String) {
-    run_agent_samples(host_dir, 1)
+fn run_agent_on_fixture(host_dir: &str, extra: &[&str]) -> (Vec<Value>, String) {
+    run_agent_samples(host_dir, 1, extra)
 }
 
-fn run_agent_samples(host_dir: &str, count: u32) -> (Vec<Value>, String) {
+/// The agent run on a fixture host without tracing, every `interval_ms`, `count` times (0:
+/// until stopped).
+fn fixture_run(host_dir: &str, interval_ms: u32, count: u32, extra: &[&str]) -> Command {
     let root = agent_dir().join("tests/fixtures").join(host_dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"))
-        .args(["run", "--no-trace", "--interval-ms", "10", "--host", "fixture-host", "--label", "rack=r12"])
-        .args(["--count", &count.to_string()])
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_iopipe-agent"));
+    agent
+        .args(["run", "--no-trace", "--host", "fixture-host", "--label", "rack=r12"])
+        .args(["--interval-ms", &interval_ms.to_string(), "--count", &count.to_string()])
+        .args(extra)
         .arg("--proc-root")
         .arg(root.join("proc"))
         .arg("--sys-root")
-        .arg(root.join("sys"))
-        .output()
-        .expect("agent runs");
+        .arg(root.join("sys"));
+    agent
+}
+
+fn run_agent_samples(host_dir: &str, count: u32, extra: &[&str]) -> (Vec<Value>, String) {
+    let out = fixture_run(host_dir, 10, count, extra).output().expect("agent runs");
     assert!(out.status.success(), "agent failed: {}", String::from_utf8_lossy(&out.stderr));
-    let records = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
-        .collect();
-    (records, String::from_utf8(out.stderr).unwrap())
+    (json_lines(&out.stdout), String::from_utf8(out.stderr).unwrap())
+}
+
+fn json_lines(ndjson: &[u8]) -> Vec<Value> {
+    std::str::from_utf8(ndjson).unwrap().lines().map(|line| serde_json::from_str(line).expect("each line is JSON")).collect()
 }
 
 fn validator(record: &str) -> jsonschema::Validator {
@@ -50,61 +58,129 @@ fn of_schema<'a>(records: &'a [Value], schema: &str) -> Vec<&'a Value> {
     records.iter().filter(|r| r["schema"] == schema).collect()
 }
 
-#[test]
-fn every_record_validates_against_its_schema() {
-    let (records, _) = run_agent_on_fixture("host-a");
-    for schema in ["io.diskstats.v1", "io.agent.v1"] {
+/// Checks each record against the schema it names, and that `expected` are the schemas named.
+fn assert_valid_records_of(records: &[Value], expected: &[&str]) {
+    let mut named: Vec<&str> = records.iter().map(|r| r["schema"].as_str().expect("a record names its schema")).collect();
+    named.sort_unstable();
+    named.dedup();
+    assert_eq!(named, expected);
+    for schema in expected {
         let validator = validator(schema);
-        assert!(!of_schema(&records, schema).is_empty(), "no {schema} record");
-        for record in of_schema(&records, schema) {
+        for record in of_schema(records, schema) {
             let errors: Vec<String> = validator.iter_errors(record).map(|e| e.to_string()).collect();
             assert!(errors.is_empty(), "{record}: {errors:?}");
         }
     }
-    assert_eq!(records.len(), of_schema(&records, "io.diskstats.v1").len() + of_schema(&records, "io.agent.v1").len());
+}
+
+#[test]
+fn every_record_validates_against_its_schema() {
+    let (batched, _) = run_agent_on_fixture("host-a", &[]);
+    assert_valid_records_of(&batched, &["io.agent.v1", "io.interval.v1"]);
+    let (single, _) = run_agent_on_fixture("host-a", &["--records", "single"]);
+    assert_valid_records_of(&single, &["io.agent.v1", "io.diskstats.v1"]);
 }
 
 #[test]
 fn schema_examples_are_the_vectors_the_validator_agrees_with() {
-    let validator = validator("io.diskstats.v1");
     let examples = repo().join("schema/examples");
-    for line in std::fs::read_to_string(examples.join("io.diskstats.v1.valid.ndjson")).unwrap().lines() {
-        assert!(validator.is_valid(&serde_json::from_str(line).unwrap()), "{line}");
+    for record in ["io.diskstats.v1", "io.interval.v1", "io.eventbatch.v1"] {
+        let validator = validator(record);
+        for line in std::fs::read_to_string(examples.join(format!("{record}.valid.ndjson"))).unwrap().lines() {
+            assert!(validator.is_valid(&serde_json::from_str(line).unwrap()), "{line}");
+        }
+        for line in std::fs::read_to_string(examples.join(format!("{record}.invalid.ndjson"))).unwrap().lines() {
+            let case: Value = serde_json::from_str(line).unwrap();
+            if case.get("schema_can_express") != Some(&Value::Bool(false)) {
+                assert!(!validator.is_valid(&case["record"]), "should be invalid: {}", case["why"]);
+            }
+        }
     }
-    for line in std::fs::read_to_string(examples.join("io.diskstats.v1.invalid.ndjson")).unwrap().lines() {
-        let case: Value = serde_json::from_str(line).unwrap();
-        assert!(!validator.is_valid(&case["record"]), "should be invalid: {}", case["why"]);
+}
+
+/// The golden records: the fixture host's intervals, less their clock fields.
+fn golden() -> Vec<Value> {
+    let golden_path = agent_dir().join("tests/fixtures/host-a/golden.ndjson");
+    json_lines(&std::fs::read(golden_path).unwrap())
+}
+
+/// `records` of `schema`, less the fields that hold the time they were read.
+fn without_clock(records: &[Value], schema: &str) -> Vec<Value> {
+    let mut records: Vec<Value> = of_schema(records, schema).into_iter().cloned().collect();
+    for record in &mut records {
+        let ts_ns = record["ts_ns"].as_u64().unwrap();
+        assert!(ts_ns > 1_600_000_000_000_000_000, "ts_ns is wall-clock ns");
+        let fields = record.as_object_mut().unwrap();
+        fields.remove("ts_ns");
+        // Without tracing an interval has no histograms, and spans its sample's instant.
+        for span in ["start_ns", "end_ns"] {
+            if let Some(at) = fields.remove(span) {
+                assert_eq!(at, ts_ns, "{span}");
+            }
+        }
     }
+    records
 }
 
 #[test]
 fn fixture_host_gives_the_golden_records() {
-    let (records, stderr) = run_agent_on_fixture("host-a");
-    let mut records: Vec<Value> = of_schema(&records, "io.diskstats.v1").into_iter().cloned().collect();
-    for record in &mut records {
-        assert!(record["ts_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000, "ts_ns is wall-clock ns");
-        record.as_object_mut().unwrap().remove("ts_ns");
-    }
-    let golden_path = agent_dir().join("tests/fixtures/host-a/golden.ndjson");
-    let golden: Vec<Value> = std::fs::read_to_string(golden_path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    assert_eq!(records, golden);
+    let (records, stderr) = run_agent_on_fixture("host-a", &[]);
+    assert_eq!(without_clock(&records, "io.interval.v1"), golden());
     assert!(stderr.contains("line 8"), "the malformed line is reported by number: {stderr}");
 }
 
 #[test]
+fn one_by_one_the_fixture_host_gives_the_golden_intervals_as_diskstats() {
+    let (records, _) = run_agent_on_fixture("host-a", &["--records", "single"]);
+    let samples: Vec<Value> = golden()
+        .into_iter()
+        .map(|mut interval| {
+            let fields = interval.as_object_mut().unwrap();
+            fields.retain(|name, _| !name.starts_with("hist_"));
+            fields.insert("schema".into(), "io.diskstats.v1".into());
+            interval
+        })
+        .collect();
+    assert_eq!(without_clock(&records, "io.diskstats.v1"), samples);
+}
+
+#[test]
 fn a_malformed_line_is_reported_once_and_counted_every_sample() {
-    let (records, stderr) = run_agent_samples("host-a", 3);
-    assert_eq!(of_schema(&records, "io.diskstats.v1").len(), 3 * 5);
+    let (records, stderr) = run_agent_samples("host-a", 3, &[]);
+    assert_eq!(of_schema(&records, "io.interval.v1").len(), 3 * 5);
     assert_eq!(stderr.matches("diskstats line 8").count(), 1, "{stderr}");
     let last_report = of_schema(&records, "io.agent.v1").pop().expect("the agent reports its counters");
     assert_eq!(last_report["counters"]["diskstats_bad_lines"], 3, "{last_report}");
-    assert_eq!(last_report["counters"]["diskstats_records"], 15, "{last_report}");
+    assert_eq!(last_report["counters"]["interval_records"], 15, "{last_report}");
+    assert_eq!(last_report["counters"]["diskstats_records"], 0, "{last_report}");
     assert_eq!(last_report["tracing"], "off");
-    assert!(stderr.contains("3 samples; diskstats_records 15, diskstats_bad_lines 3"), "{stderr}");
+    assert!(stderr.contains("3 samples; diskstats_records 0, interval_records 15, diskstats_bad_lines 3"), "{stderr}");
+}
+
+#[test]
+fn a_stop_sends_the_interval_it_cut_short_as_any_other() {
+    let mut agent = fixture_run("host-a", 600_000, 0, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agent runs");
+    let mut stdout = BufReader::new(agent.stdout.take().unwrap());
+    let mut first = Vec::new();
+    // The first interval's records, up to its io.agent.v1; then a stop, ten minutes early.
+    while first.last().is_none_or(|r: &Value| r["schema"] != "io.agent.v1") {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the agent ended before its first report");
+        first.push(serde_json::from_str(&line).unwrap());
+    }
+    // SAFETY: kill sends a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(agent.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(agent.wait().unwrap().success());
+    let last = json_lines(rest.as_bytes());
+    let schemas = |records: &[Value]| records.iter().map(|r| r["schema"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(schemas(&last), schemas(&first), "the interval cut short: every disk's interval, then the counters");
+    assert_eq!(without_clock(&last, "io.interval.v1"), golden());
 }
 
 fn convert_fixture(format: &str, file: &str, extra: &[&str]) -> (Vec<Value>, String, bool) {
