@@ -38,11 +38,15 @@ fn assert_all_routed(lines: &[String]) -> BTreeSet<String> {
 
 #[test]
 fn every_record_of_a_running_agent_is_routed() {
-    // Diskstats of this machine's disks and the agent's own counters, three intervals.
-    let lines = agent_lines(&["run", "--no-trace", "--output", "stdout", "--count", "3", "--interval-ms", "200", "--label", "zone=z1"]);
-    let schemas = assert_all_routed(&lines);
-    let expected: BTreeSet<String> = ["io.diskstats.v1", "io.agent.v1"].map(String::from).into();
-    assert_eq!(schemas, expected, "{} lines", lines.len());
+    // Intervals of this machine's disks and the agent's own counters, three intervals: as
+    // the agent sends them by default (batched), and one by one.
+    for (records, sample) in [("batched", "io.interval.v1"), ("single", "io.diskstats.v1")] {
+        let lines = agent_lines(&["run", "--no-trace", "--output", "stdout", "--count", "3", "--interval-ms", "200",
+                                  "--label", "zone=z1", "--records", records]);
+        let schemas = assert_all_routed(&lines);
+        let expected: BTreeSet<String> = [sample, "io.agent.v1"].map(String::from).into();
+        assert_eq!(schemas, expected, "{records}: {} lines", lines.len());
+    }
 }
 
 #[test]
