@@ -7,6 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from iopipe import record_batches
 from iopipe.contract import BASE_WINDOW_S, PIPELINE
 from iopipe.synthetic import scenarios
 
@@ -148,3 +149,20 @@ def test_a_biosnoop_bt_capture_of_unknown_ops_is_read_but_counts_no_diskstats(tm
     run = subprocess.run([str(agent_bin), "convert", "--from", "biosnoop-bt", str(capture), "--host", "h",
                           "--rotational", "true"], capture_output=True, text=True)
     assert run.returncode != 0 and "which I/Os read and which wrote" in run.stderr, run.stderr
+
+
+def test_make_detect_reads_batched_records_as_the_records_they_batch(tmp_path):
+    """S1's records as an agent sends them by default, batched (iopipe/record_batches.py),
+    and one by one: the same windows and the same verdicts."""
+    records = scenarios.generate("S1")
+    verdicts, windows = {}, {}
+    for name, stream in (("single", records), ("batched", record_batches.batched_stream(records))):
+        path, output = tmp_path / f"{name}.ndjson", tmp_path / f"{name}.out.ndjson"
+        path.write_text("".join(json.dumps(r) + "\n" for r in stream))
+        run = subprocess.run(["make", "-s", "detect", f"INPUT={path}", f"OUTPUT={output}"],
+                             cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0 and "0 rejected" in run.stderr, run.stderr
+        verdicts[name] = run.stdout.splitlines()
+        windows[name] = sorted(line for line in output.read_text().splitlines() if '"io.window.v1"' in line)
+    assert verdicts["batched"] == verdicts["single"] and any("failing_disk" in v for v in verdicts["single"])
+    assert windows["batched"] == windows["single"] and windows["single"]

@@ -9,6 +9,7 @@ names each field once, not once per record.
 
     python -m iopipe.record_batches   # writes the two schemas and their valid examples
 """
+import bisect
 import copy
 import json
 import sys
@@ -163,6 +164,45 @@ def batched(records):
         out.append(fold_interval(samples[-1], histograms) if histograms
                    else fold_quiet_interval(samples[-1], samples[-1]["ts_ns"], samples[-1]["ts_ns"]))
     return out + fold_events(by_schema.get(EVENT, []))
+
+
+def batched_stream(records):
+    """A stream of records of any disks, as agents sending batches would send it: per disk,
+    each diskstats sample with the histograms that end when it was read and the events
+    completed since the disk's sample before it (batched); a histogram no sample was read
+    with goes as it is, as an agent sends it. In the order of the samples' times."""
+    by_disk = {}
+    for record in records:
+        by_disk.setdefault((record["host"], record["disk"]), []).append(record)
+    out = []
+    for disk_records in by_disk.values():
+        out += _batched_disk(disk_records)
+    return sorted(out, key=_sent_at)
+
+
+def _batched_disk(records):
+    samples = sorted((r for r in records if r["schema"] == DISKSTATS), key=lambda r: r["ts_ns"])
+    times = [s["ts_ns"] for s in samples]
+    intervals = {t: [s] for t, s in zip(times, samples)}
+    alone = []
+    for record in records:
+        if record["schema"] == HIST:
+            (intervals[record["end_ns"]] if record["end_ns"] in intervals else alone).append(record)
+        elif record["schema"] == EVENT:
+            at = bisect.bisect_left(times, record["complete_ns"])
+            (intervals[times[at]] if at < len(times) else alone).append(record)
+        elif record["schema"] != DISKSTATS:
+            raise ValueError(f"records of {record['schema']} are not batched")
+    batches = [b for interval in intervals.values() for b in batched(interval)]
+    histograms = [r for r in alone if r["schema"] == HIST]
+    return batches + histograms + fold_events([r for r in alone if r["schema"] == EVENT])
+
+
+def _sent_at(record):
+    """When an agent sends a record: at the sample it goes with, else at its own latest time."""
+    if record["schema"] == EVENT_BATCH:
+        return max(record["complete_ns"], default=0)
+    return record.get("ts_ns") or record.get("end_ns") or record.get("complete_ns")
 
 
 def unfold(record):

@@ -66,3 +66,15 @@ def test_a_disks_interval_batches_into_one_interval_and_its_events():
     as_sent = [{**defaults.get(r["schema"], {}), **r} for r in records]
     unfolded = [r for b in batches for r in rb.unfold(b)]
     assert sorted(json.dumps(r, sort_keys=True) for r in unfolded) == sorted(json.dumps(r, sort_keys=True) for r in as_sent)
+
+
+def test_a_scenarios_stream_batches_and_unfolds_to_itself():
+    from iopipe.synthetic import scenarios
+    records = scenarios.generate("S2")
+    stream = rb.batched_stream(records)
+    assert len(stream) < len(records) / 4
+    assert {r["schema"] for r in stream} <= {rb.INTERVAL, rb.EVENT_BATCH, rb.HIST}
+    defaults = {rb.EVENT: {"timed_from": "dispatch"}, rb.HIST: {"errors": 0}}
+    as_sent = [{**defaults.get(r["schema"], {}), **r} for r in records]
+    unfolded = [part for r in stream for part in rb.unfold(r)]
+    assert sorted(json.dumps(r, sort_keys=True) for r in unfolded) == sorted(json.dumps(r, sort_keys=True) for r in as_sent)
