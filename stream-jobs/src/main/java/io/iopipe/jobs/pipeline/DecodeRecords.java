@@ -29,8 +29,11 @@ import org.apache.flink.util.Collector;
  * reason. A valid agent record also goes, as it was sent, to the accepted side output
  * (what ClickHouse's raw tables store). A batched record (io.interval.v1,
  * io.eventbatch.v1) goes on as the records it batches, each as if sent alone, and is
- * accepted or dead-lettered whole: one record in the counters either way. Windows given
- * as input (io.window.v1) go to their own side output, to be compared with their peers.
+ * accepted or dead-lettered whole: one record in the counters either way. Its histograms,
+ * or its events, go on together as one record ({@link DiskRecord#parts()}) and reach their
+ * disk's windows at once; an interval's diskstats sample goes alone, to its disk's deltas.
+ * Windows given as input (io.window.v1) go to their own side output, to be compared with
+ * their peers.
  * Valid records of a kind this graph does not consume (the agent's own reports, the jobs'
  * outputs fed back) are counted and passed over.
  *
@@ -122,17 +125,18 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         return record.key();
     }
 
+    /** The sample on its own (to its disk's diskstats deltas), the histograms together as one record. */
     private static String emitParts(IntervalRecord interval, Collector<DiskRecord> out) {
         String key = emit(DiskRecord.of(interval.sample), out);
-        for (HistRecord h : interval.histograms) {
-            out.collect(DiskRecord.of(h));
+        if (!interval.histograms.isEmpty()) {
+            out.collect(DiskRecord.ofHistograms(interval.histograms));
         }
         return key;
     }
 
     private static String emitParts(EventBatch batch, Collector<DiskRecord> out) {
-        for (IoEvent e : batch.events) {
-            out.collect(DiskRecord.of(e));
+        if (!batch.events.isEmpty()) {
+            out.collect(DiskRecord.ofEvents(batch.events));
         }
         return batch.key();
     }

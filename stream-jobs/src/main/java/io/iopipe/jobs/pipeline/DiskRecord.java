@@ -5,17 +5,30 @@ import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.OutputRecord;
+import java.util.ArrayList;
+import java.util.List;
 
-/** One decoded per-disk input, exactly one of its parts set: what flows between the job's operators. */
+/**
+ * One decoded per-disk input, exactly one of its parts (or batches of parts) set: what flows
+ * between the job's operators. A batch (the histograms of an io.interval.v1, the events of an
+ * io.eventbatch.v1) travels as one record holding its parts, so that it crosses the
+ * shuffle and reaches its disk's window state once; {@link #parts()} gives them back as
+ * the records they would have been sent alone. The batches are arrays of POJOs, which
+ * Flink serializes as it does the single parts (a List would fall back to Kryo).
+ */
 public class DiskRecord {
     public String host;
     public String disk;
-    /** Event time: when what it describes ended. */
+    /** Event time: when what it describes ended; a batch's, when its latest part did. */
     public long tsNs;
     public DiskstatsSample sample;
     public DiskstatsDelta delta;
     public HistRecord hist;
     public IoEvent event;
+    /** The histograms of one interval, each as {@link #hist} holds one sent alone. */
+    public HistRecord[] histograms;
+    /** Sampled I/Os of one disk sent together, each as {@link #event} holds one sent alone. */
+    public IoEvent[] events;
 
     public DiskRecord() {}
 
@@ -47,6 +60,41 @@ public class DiskRecord {
         return r;
     }
 
+    /** The histograms of one interval (at least one), as one record. */
+    public static DiskRecord ofHistograms(List<HistRecord> histograms) {
+        HistRecord first = histograms.get(0);
+        DiskRecord r = at(first.host, first.disk, histograms.stream().mapToLong(h -> h.endNs).max().orElseThrow());
+        r.histograms = histograms.toArray(new HistRecord[0]);
+        return r;
+    }
+
+    /** Sampled I/Os of one disk (at least one), as one record. */
+    public static DiskRecord ofEvents(List<IoEvent> events) {
+        IoEvent first = events.get(0);
+        DiskRecord r = at(first.host, first.disk, events.stream().mapToLong(e -> e.completeNs).max().orElseThrow());
+        r.events = events.toArray(new IoEvent[0]);
+        return r;
+    }
+
+    /** The records this one holds, in the order they were sent, each as if sent alone: this one, unless it is a batch. */
+    public List<DiskRecord> parts() {
+        if (histograms != null) {
+            List<DiskRecord> parts = new ArrayList<>(histograms.length);
+            for (HistRecord h : histograms) {
+                parts.add(of(h));
+            }
+            return parts;
+        }
+        if (events != null) {
+            List<DiskRecord> parts = new ArrayList<>(events.length);
+            for (IoEvent e : events) {
+                parts.add(of(e));
+            }
+            return parts;
+        }
+        return List.of(this);
+    }
+
     private static DiskRecord at(String host, String disk, long tsNs) {
         DiskRecord r = new DiskRecord();
         r.host = host;
@@ -55,7 +103,7 @@ public class DiskRecord {
         return r;
     }
 
-    /** What makes two copies of this record one record (an agent's resend), folded to 64 bits. */
+    /** What makes two copies of this record one record (an agent's resend), folded to 64 bits; a part's, not a batch's. */
     public long identity() {
         if (hist != null) {
             return Fingerprint.of(hist.op.hashCode(), hist.latency.hashCode(), hist.startNs, hist.endNs);
@@ -68,7 +116,9 @@ public class DiskRecord {
 
     /** What a dead letter of this record says it was. */
     public String describe() {
-        String what = sample != null ? "diskstats sample" : delta != null ? "diskstats delta" : hist != null ? "histogram" : "event";
+        String what = sample != null ? "diskstats sample" : delta != null ? "diskstats delta" : hist != null ? "histogram"
+                : event != null ? "event" : histograms != null ? "batch of " + histograms.length + " histograms"
+                : "batch of " + events.length + " events";
         return what + " of " + key() + " at ts_ns " + tsNs;
     }
 }

@@ -54,6 +54,14 @@ import org.apache.flink.util.Collector;
  * record costs does not grow with what its window holds. Keeping each window whole while
  * it filled rewrote it, events and all, on every record, so a disk in flight recording
  * slowed the whole job down exactly when it was failing.
+ *
+ * <p>A batch (an interval's histograms, a batch of events: {@link DiskRecord#parts()}) is
+ * taken part by part, in the order sent, exactly as its parts sent one by one and read at
+ * the same moment would be: each moves the disk's clock, is late or not, closes windows
+ * and is counted as a duplicate or not as it would alone, and its parts may fall in two
+ * windows. Only the state is touched once per batch, not once per part: the disk's clock
+ * is read once and written once, and the parts for open windows are appended together, one
+ * blind merge in RocksDB. The open records hold parts, never batches.
  */
 public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
     private final long lengthMs;
@@ -63,8 +71,20 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private final long forgetAfterMs;
     private final long allowedLatenessMs;
     private final WindowFunctions.Accumulate accumulate;
-    /** The records of the disk's open windows (their starts are in its clock), in the order they came. */
+    /**
+     * The records of the disk's open windows (their starts are in its clock), in the order
+     * they came: parts, their batch fields null. A build before batches wrote them without
+     * those fields; Flink's POJO serializer reads its checkpoints and savepoints as they are
+     * (schema evolution: a field added), so they need no state of their own, as the open
+     * windows of earlier builds do.
+     */
     private transient ListState<DiskRecord> openRecords;
+    /**
+     * The parts of the record being taken that went to open windows, in the order they came:
+     * appended to the open records together once it is taken, folded from here by a window
+     * that closes meanwhile. Empty between records.
+     */
+    private transient List<DiskRecord> arrived;
     /** Open windows as builds before the open records kept them, whole: read once, when they close. */
     private transient MapState<Long, DiskWindow> openWindowsOfEarlierBuilds;
     /** Per window closed within allowedLateness, the identities of the kernel histograms it counted. */
@@ -112,15 +132,28 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         duplicates = getRuntimeContext().getMetricGroup().counter("records_duplicate_total");
         closedIdle = getRuntimeContext().getMetricGroup().counter("windows_closed_idle_total");
         lateHistogramsRolledUp = getRuntimeContext().getMetricGroup().counter("late_histograms_rolled_up_total");
+        arrived = new ArrayList<>();
     }
 
     @Override
     public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
-        long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
-        long startMs = accumulate.windowStartMs(r);
         DiskClock c = clock();
         long nowMs = ctx.timerService().currentProcessingTime();
         startedAt(nowMs);
+        for (DiskRecord part : r.parts()) {
+            take(part, c, nowMs, ctx, out);
+        }
+        if (!arrived.isEmpty()) {
+            openRecords.addAll(arrived);
+            arrived.clear();
+        }
+        clock.update(c);
+    }
+
+    /** One record, or one part of a batch, as if it came alone; the disk's clock `c` is written back once the batch is taken. */
+    private void take(DiskRecord r, DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out) throws Exception {
+        long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
+        long startMs = accumulate.windowStartMs(r);
         c.saw(r, tsMs, nowMs, kindIdleMs);
         if (c.checkAtMs == DiskClock.NONE || c.checkAtMs > nowMs + kindIdleMs) {
             // Checked every kindIdleMs while it speaks: a kind holding the clock back may have gone idle.
@@ -144,12 +177,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             // Fires only with the final watermark of a bounded input: the disk's own clock closes windows before.
             ctx.timerService().registerEventTimeTimer(startMs + lengthMs - 1);
         }
-        openRecords.add(r);
+        arrived.add(r);
     }
 
     /**
-     * The closing windows, each folded from its records in the order they came, a resent
-     * record once; the records of the windows still open are kept.
+     * The closing windows, each folded from its records in the order they came (the open
+     * records, then those just arrived), a resent record once; the records of the windows
+     * still open are kept.
      */
     private Map<Long, DiskWindow> foldClosing(long[] closing) throws Exception {
         Map<Long, DiskWindow> windows = new HashMap<>();
@@ -158,7 +192,15 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         }
         List<DiskRecord> stillOpen = new ArrayList<>();
         Iterable<DiskRecord> records = openRecords.get();
-        for (DiskRecord r : records == null ? List.<DiskRecord>of() : records) {
+        fold(records == null ? List.of() : records, windows, stillOpen);
+        fold(arrived, windows, stillOpen);
+        arrived.clear();
+        openRecords.update(stillOpen);
+        return windows;
+    }
+
+    private void fold(Iterable<DiskRecord> records, Map<Long, DiskWindow> windows, List<DiskRecord> stillOpen) {
+        for (DiskRecord r : records) {
             DiskWindow w = windows.get(accumulate.windowStartMs(r));
             if (w == null) {
                 stillOpen.add(r);
@@ -168,8 +210,6 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
                 duplicates.inc();
             }
         }
-        openRecords.update(stillOpen);
-        return windows;
     }
 
     /** The window an earlier build kept whole for this start, taken out of its state; else a new one. */
@@ -276,7 +316,6 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         if (c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
             reviseUpTo(c, watermark, watermark - allowedLatenessMs, out);
         }
-        clock.update(c);
     }
 
     private void checkAt(DiskClock c, long atMs, Context ctx) {

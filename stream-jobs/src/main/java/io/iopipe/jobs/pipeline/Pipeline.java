@@ -109,7 +109,7 @@ public final class Pipeline {
                 .name("diskstats deltas").uid("diskstats-deltas");
         DataStream<DiskRecord> measures = deltas
                 .map(DiskRecord::of).returns(DiskRecord.class).name("wrap deltas").uid("wrap-deltas")
-                .union(decoded.filter(r -> r.hist != null || r.event != null).name("histograms and events").uid("hist-and-events"));
+                .union(decoded.filter(r -> r.sample == null).name("histograms and events").uid("hist-and-events"));
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS)
                 .union(deltas.getSideOutput(DEAD_LETTERS), decoded.getSideOutput(ACCEPTED));

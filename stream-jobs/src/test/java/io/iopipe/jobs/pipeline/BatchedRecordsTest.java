@@ -60,6 +60,11 @@ class BatchedRecordsTest {
     }
 
     private static List<Second> workload() {
+        return workload(2);
+    }
+
+    /** Each second of each disk, its `eventsPerSecond` events a third of a second apart: a third completes at its end. */
+    private static List<Second> workload(int eventsPerSecond) {
         List<Second> seconds = new ArrayList<>();
         for (int s = 1; s <= SECONDS; s++) {
             for (String disk : DISKS) {
@@ -67,7 +72,11 @@ class BatchedRecordsTest {
                 for (List<String> opLatency : OP_LATENCIES) {
                     histograms.add(histogram(disk, s, opLatency.get(0), opLatency.get(1)));
                 }
-                seconds.add(new Second(sample(disk, s), histograms, List.of(event(disk, s, 1), event(disk, s, 2))));
+                List<ObjectNode> events = new ArrayList<>();
+                for (int i = 1; i <= eventsPerSecond; i++) {
+                    events.add(event(disk, s, i));
+                }
+                seconds.add(new Second(sample(disk, s), histograms, events));
             }
         }
         return seconds;
@@ -194,15 +203,68 @@ class BatchedRecordsTest {
         assertFalse(accepted(fromBatches).contains(badInterval));
     }
 
+    /**
+     * Each second's events end with one at the very end of its interval, so the batches of
+     * 10 s and 20 s straddle two windows; sda's interval and events of 24 s are sent again
+     * while their window is open, and sdb's events of 22 s come with one of them twice:
+     * the batches give what their records sent one by one give, each resend merged once.
+     */
+    @Test
+    void straddlingAndResentBatchesGiveWhatTheirRecordsSentOneByOneDo() throws Exception {
+        List<Second> seconds = workload(3);
+        List<Second> sent = new ArrayList<>(seconds);
+        sent.add(secondOf(seconds, "sda", 24));
+        Second twice = secondOf(seconds, "sdb", 22);
+        List<ObjectNode> withOneTwice = new ArrayList<>(twice.events());
+        withOneTwice.add(twice.events().get(0));
+        sent.set(sent.indexOf(twice), new Second(twice.sample(), twice.histograms(), withOneTwice));
+
+        List<OutputRecord> fromBatches = run(batched(sent));
+
+        assertEquals(made(run(oneByOne(sent))), made(fromBatches));
+        assertEquals(List.of(29, 30, 16), readEventsOfTenSecondWindows(fromBatches, "sda"),
+                "the batches of 10 s and 20 s: their first two events in one window, the last in the next");
+        assertEquals(madeBesidesDeadLetters(run(batched(seconds))), madeBesidesDeadLetters(fromBatches),
+                "nothing sent again is counted twice");
+    }
+
+    private static Second secondOf(List<Second> seconds, String disk, int second) {
+        return seconds.stream().filter(s -> s.sample().get("disk").asText().equals(disk)
+                && s.sample().get("ts_ns").asLong() == START_NS + second * SECOND_NS).findFirst().orElseThrow();
+    }
+
+    /** The sampled reads in each 10 s window of `disk`, in time order. */
+    private static List<Integer> readEventsOfTenSecondWindows(List<OutputRecord> out, String disk) {
+        return out.stream().filter(r -> r.schema.equals("io.window.v1")).map(r -> read(r.json))
+                .filter(w -> w.get("window_s").asInt() == 10 && w.get("disk").asText().equals(disk))
+                .sorted(java.util.Comparator.comparingLong(w -> w.get("window_start_ns").asLong()))
+                .map(w -> w.get("latency").get("R").get("events").asInt()).toList();
+    }
+
+    private static List<String> madeBesidesDeadLetters(List<OutputRecord> out) {
+        return made(out).stream().filter(r -> !r.startsWith(DeadLetters.SCHEMA + " ")).toList();
+    }
+
     private static boolean isTheBadSecond(Second s) {
         return s.sample().get("disk").asText().equals(BAD_DISK)
                 && s.sample().get("ts_ns").asLong() == START_NS + BAD_SECOND * SECOND_NS;
     }
 
-    /** What the graph made of its input: every output but the input passed on and the decoder's dead letters, sorted. */
+    /**
+     * What the graph made of its input: every output but the input passed on and the
+     * decoder's dead letters, sorted; a dead letter without the wall clock it was written at
+     * and the source of the record it refused (a batch's parts come from the batch's topic).
+     */
     private static List<String> made(List<OutputRecord> out) {
-        return out.stream().filter(r -> !r.acceptedInput && !isRefusedAtDecode(r)).map(r -> r.schema + " " + r.key + " " + r.json)
+        return out.stream().filter(r -> !r.acceptedInput && !isRefusedAtDecode(r))
+                .map(r -> r.schema + " " + (DeadLetters.SCHEMA.equals(r.schema) ? whatItRefused(r.json) : r.key + " " + r.json))
                 .sorted().toList();
+    }
+
+    private static String whatItRefused(String deadLetter) {
+        ObjectNode refused = (ObjectNode) read(deadLetter);
+        refused.remove(List.of("ts_ns", "source"));
+        return refused.toString();
     }
 
     private static boolean isRefusedAtDecode(OutputRecord r) {
