@@ -25,6 +25,8 @@ K8S = REPO / "infra" / "k8s"
 README = K8S / "README.md"
 TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
 PIPELINE = json.loads((REPO / "schema" / "pipeline.json").read_text())
+# What `make bench-fleet` measured a 100,000-disk fleet to need (stream-jobs/bench/RESULTS-fleet.md).
+FLEET_SIZING = json.loads((REPO / "stream-jobs" / "bench" / "fleet-sizing.json").read_text())
 TOPICS = TOPICS_JSON["topics"] + TOPICS_JSON["accepted"]
 NAMESPACE = "iopipe"
 CUSTOM_KINDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser", "FlinkDeployment"}
@@ -397,6 +399,16 @@ def agent_pod_labels():
 
 def flink():
     return the("FlinkDeployment")["spec"]
+
+
+def test_the_job_has_the_slots_its_measured_rate_gives_the_fleet_it_is_sized_for():
+    spec = flink()
+    slots_per_taskmanager = int(spec["flinkConfiguration"]["taskmanager.numberOfTaskSlots"])
+    slots = FLEET_SIZING["slots"]
+    assert spec["job"]["parallelism"] == slots, "flink.yaml's parallelism is fleet-sizing.json's slots"
+    assert spec["taskManager"]["replicas"] == -(-slots // slots_per_taskmanager), "TaskManagers enough for its slots"
+    assert spec["taskManager"]["resource"]["cpu"] == slots_per_taskmanager, "a core a slot, as a slot was measured"
+    assert f"{slots} slots" in (K8S / "flink.yaml").read_text(), "the comment says the figure it is held to"
 
 
 def test_flink_checkpoints_incrementally_in_rocksdb_to_object_storage_and_keeps_them_on_cancel():

@@ -7,6 +7,7 @@ Results: stream-jobs/bench/RESULTS.md, and where the job's CPU goes in stream-jo
     make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R] [--profile-only])"""
 import argparse
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -36,13 +37,18 @@ def main():
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
     parser.add_argument("--profile-out", default=str(JOBS / "bench/PROFILE.md"), help="where the CPU profile goes")
     parser.add_argument("--profile-only", action="store_true", help="only profile the job as it runs (after a warm-up)")
+    parser.add_argument("--records", choices=("single", "batched"), default="single",
+                        help="the agent records one by one, or batched as the agent sends them by default (--profile-only: "
+                             "the flight-recording disk is made of single events)")
     args = parser.parse_args()
+    if args.records == "batched" and not args.profile_only:
+        sys.exit("--records batched profiles only (add --profile-only): the flight-recording disk sends single events")
     classpath = java_classpath()
     with tempfile.TemporaryDirectory() as scratch:
         templates = Path(scratch) / "templates.tsv"
         seconds = max(args.seconds, STATE_S)
         print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
-        write_templates(templates, seconds)
+        write_templates(templates, seconds, batched=args.records == "batched")
         ports = Ports.free()
         kafka = start_kafka(ports)
         try:

@@ -47,12 +47,15 @@ public final class KafkaIo {
                 .setTopics(recordSchemas.stream().map(Topics::forRecord).toList())
                 .setStartingOffsets(OffsetsInitializer.committedOffsets(
                         org.apache.kafka.clients.consumer.OffsetResetStrategy.EARLIEST))
-                .setDeserializer(new WithSource())
+                .setDeserializer(new WithSource(true))
                 .setProperty("commit.offsets.on.checkpoint", "true")
                 .build();
     }
 
-    /** One topic from its start to the end it had when the job started; for benchmarks. */
+    /**
+     * One topic from its start to the end it had when the job started; for benchmarks, whose
+     * one topic holds every agent record and stands in for each one's own topic.
+     */
     public static KafkaSource<RawRecord> boundedSource(String brokers, KafkaClientConfig kafka, String topic) {
         return KafkaSource.<RawRecord>builder()
                 .setProperties(kafka.properties())
@@ -61,7 +64,7 @@ public final class KafkaIo {
                 .setTopics(topic)
                 .setStartingOffsets(OffsetsInitializer.earliest())
                 .setBounded(OffsetsInitializer.latest())
-                .setDeserializer(new WithSource())
+                .setDeserializer(new WithSource(false))
                 .build();
     }
 
@@ -85,11 +88,19 @@ public final class KafkaIo {
     }
 
     static final class WithSource implements KafkaRecordDeserializationSchema<RawRecord> {
+        /** Whether a record is held to the topic it was read from (DecodeRecords takes each schema from its own). */
+        private final boolean ownTopics;
+
+        WithSource(boolean ownTopics) {
+            this.ownTopics = ownTopics;
+        }
+
         @Override
         public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<RawRecord> out) {
             String text = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
             Header signature = record.headers().lastHeader(HostSignatures.HEADER);
-            out.collect(RawRecord.fromTopic(record.topic(), record.topic() + "/" + record.partition() + "@" + record.offset(), text,
+            out.collect(RawRecord.fromTopic(ownTopics ? record.topic() : null,
+                    record.topic() + "/" + record.partition() + "@" + record.offset(), text,
                     signature == null || signature.value() == null ? null
                             : new String(signature.value(), StandardCharsets.US_ASCII)));
         }
