@@ -50,6 +50,9 @@ class HostSignaturesTest {
         assertNotNull(signatures.refusal("db-2", value, "v1=" + hex + "\n"), "a newline after the signature");
         assertNotNull(signatures.refusal("db-2", value, "v1=" + hex.substring(2)), "a short signature");
         assertNotNull(signatures.refusal("db-2", value, "v1=" + hex + "00"), "a long signature");
+        assertNotNull(signatures.refusal("db-2", value, "v1=" + hex.substring(1) + "g"), "not a hex digit");
+        assertNotNull(signatures.refusal("db-2", value, "v1=" + hex.substring(1) + "/"), "just below the digits");
+        assertNotNull(signatures.refusal("db-2", value, "v1=" + hex.substring(1) + "`"), "just below the letters");
         assertNotNull(signatures.refusal("db-2", value, "v2=" + signatures.sign("db-2", value).substring(3)));
         assertNotNull(signatures.refusal(null, value, signatures.sign("", value)), "a record without a host");
         assertFalse(signatures.refusal("db-2", value, signatures.sign("db-1", value))
