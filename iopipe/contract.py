@@ -3,7 +3,7 @@ keeps time, and the job's latency rollups in ClickHouse."""
 import json
 
 from iopipe.migrate import kafka_tables_of
-from iopipe.paths import REPO
+from iopipe.paths import REPO, SCHEMA
 
 # Every topic Kafka must have: the agents', the stream job's and those the job passes accepted agent records on to.
 TOPICS_JSON = json.loads((REPO / "schema" / "topics.json").read_text())
@@ -20,3 +20,32 @@ BASE_WINDOW_S = PIPELINE["window_s"][0]
 # The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
 # Kafka tables of io.latency.v1 fill, each named after its table.
 LATENCY_ROLLUPS = tuple(table.removesuffix("_kafka") for table in kafka_tables_of("io.latency.v1"))
+
+
+def _clock_fields():
+    """Per record schema, its wall-clock fields: those the schema bounds below by 10^18 ns
+    (earlier is seconds or milliseconds mistaken for ns), or whose entries it bounds so (a
+    batch's arrays). Durations have no such bound."""
+    fields = {}
+    for path in (SCHEMA / "records").glob("*.schema.json"):
+        properties = json.loads(path.read_text())["properties"]
+        fields[path.name.removesuffix(".schema.json")] = tuple(
+            name for name, spec in properties.items()
+            if spec.get("minimum", 0) >= 10**18 or spec.get("items", {}).get("minimum", 0) >= 10**18)
+    return fields
+
+
+CLOCK_FIELDS = _clock_fields()
+
+
+def clock_times(record):
+    """Every wall-clock time a record holds, ns since the epoch."""
+    values = (record[field] for field in CLOCK_FIELDS[record["schema"]] if field in record)
+    return [t for value in values for t in (value if isinstance(value, list) else [value])]
+
+
+def moved_in_time(record, shift_ns):
+    """The record with each of its wall-clock times moved by `shift_ns`, its durations as they were."""
+    def moved(value):
+        return [v + shift_ns for v in value] if isinstance(value, list) else value + shift_ns
+    return {**record, **{field: moved(record[field]) for field in CLOCK_FIELDS[record["schema"]] if field in record}}

@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from iopipe import cookbook, migrate, record_batches
+from iopipe import contract, cookbook, migrate, record_batches
 from iopipe.paths import SCHEMA
 
 TOPICS_JSON = json.loads((SCHEMA / "topics.json").read_text())
@@ -55,10 +55,6 @@ def stored_table(record):
     return tables[ROLLUP_PERIODS.index(record["period_s"])] if record["schema"] == ROLLUP else tables[0]
 
 
-# The times of a batch, as ns since the epoch: shifted together, they keep what each says.
-BATCH_TIMES_NS = ("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns")
-
-
 def batches(now_s):
     """The batched agent records a warehouse test sends: the contract's valid examples of
     io.interval.v1 and io.eventbatch.v1, and an interval of three histograms on a disk of
@@ -85,15 +81,9 @@ def batches(now_s):
                 "sum_us": sum(n * 2 ** i for i, n in counts.items()), "max_us": 2 ** (max(counts) + 1) - 1, "errors": errors}
     several = [{**histogram, **disk}, of("R", "queue", {0: 3, 1: 9, 2: 1}, 0), of("W", "total", {4: 5}, 2)]
     records = examples + [record_batches.fold_interval({**sample, **disk}, several)]
-
-    def times(record):
-        return [t for field in BATCH_TIMES_NS if field in record
-                for t in (record[field] if isinstance(record[field], list) else [record[field]])]
-    shift_ns = now_s * NS - max(t for r in records for t in times(r)) // NS * NS
-
-    def moved(value):
-        return [v + shift_ns for v in value] if isinstance(value, list) else value + shift_ns
-    return [{**r, **{field: moved(r[field]) for field in BATCH_TIMES_NS if field in r}} for r in records]
+    # Moved together, the times keep what each says.
+    shift_ns = now_s * NS - max(t for r in records for t in contract.clock_times(r)) // NS * NS
+    return [contract.moved_in_time(r, shift_ns) for r in records]
 
 
 def unfolded(records):

@@ -10,6 +10,7 @@ import random
 import sys
 
 from iopipe import record_batches
+from iopipe.contract import moved_in_time
 from iopipe.flink_rest import JOB_JAR
 from iopipe.paths import REPO
 from iopipe.synthetic import fleet
@@ -34,30 +35,12 @@ def java_classpath():
     return f"{JOB_JAR}:{BENCH_JAR}:{OFFLINE_CLASSPATH.read_text().strip()}"
 
 
-def clock_fields():
-    """Per record schema, the fields that are wall-clock times (the schema's minimum is
-    10^18 ns), or arrays of them (a batch's): these move to the run's clock, durations do not."""
-    fields = {}
-    for path in (REPO / "schema" / "records").glob("*.schema.json"):
-        schema = json.loads(path.read_text())
-        fields[path.name.removesuffix(".schema.json")] = [
-            name for name, spec in schema["properties"].items()
-            if spec.get("minimum", 0) >= 10**18 or spec.get("items", {}).get("minimum", 0) >= 10**18]
-    return fields
-
-
-def shifted(value, shift_ns):
-    """A clock field's value (or each of a batch's) moved by `shift_ns`."""
-    return [v + shift_ns for v in value] if isinstance(value, list) else value + shift_ns
-
-
 def write_templates(path, seconds, start_ms=START_NS // MS_NS, batched=False):
     """The template disks' records over `seconds`, fleet.py's clock moved to start at
     `start_ms` (by default its own), as TemplateFleet reads them: each disk's second is sent
     when it ends (its latest time); `batched`: as the batched records (iopipe.record_batches).
     Returns records per disk-second, and (schema -> count) of the template."""
     shift_ns = start_ms * MS_NS - START_NS
-    fields = clock_fields()
     disks = fleet.healthy_disks(TEMPLATE_DISKS)
     by_schema = {}
     with open(path, "w") as out:
@@ -67,10 +50,8 @@ def write_templates(path, seconds, start_ms=START_NS // MS_NS, batched=False):
                 send_at_ms = (max(time_of(record) for record in records) + shift_ns) // MS_NS
                 if batched:
                     records = record_batches.batched(records)
+                records = [{**moved_in_time(record, shift_ns), "host": HOST_PLACEHOLDER} for record in records]
                 for record in records:
-                    for field in fields[record["schema"]]:
-                        record[field] = shifted(record[field], shift_ns)
-                    record["host"] = HOST_PLACEHOLDER
                     by_schema[record["schema"]] = by_schema.get(record["schema"], 0) + 1
                 for record in records:
                     out.write(f"{send_at_ms}\t{j}\t{json.dumps(record, separators=(',', ':'))}\n")

@@ -20,6 +20,7 @@ import random
 import sys
 import time
 
+from iopipe.contract import moved_in_time
 from iopipe.synthetic.agent_records import (MS_NS, SECTOR_BYTES, US_NS, AgentRecords, DiskCounters, Log2Histogram,
                                             latency_histograms, whole_ms)
 
@@ -296,8 +297,7 @@ def shifted_to_now(records):
     the tables' partitions see today's data."""
     first = min(time_of(r) for r in records)
     shift = (time.time_ns() - first) // (60 * SECOND_NS) * (60 * SECOND_NS)
-    fields = ("ts_ns", "start_ns", "end_ns", "issue_ns", "complete_ns")
-    return [{**r, **{f: r[f] + shift for f in fields if f in r}} for r in records]
+    return [moved_in_time(r, shift) for r in records]
 
 
 if __name__ == "__main__":
