@@ -141,18 +141,24 @@ public class DiskClock {
         return histogramsOwed() && histMs < endMs || diskstatsOwed() && diskstatsMs < endMs;
     }
 
-    /** Up to where windows may close now: the slowest kind waited for, less the out-of-orderness. */
-    long watermark(long outOfOrdernessMs, long kindIdleMs, long owedWaitMs, long nowMs) {
+    /**
+     * Up to where windows may close now: the slowest kind waited for, less the
+     * out-of-orderness. No kind is idle for what it was not heard before `inputResumedAtMs`
+     * (a job restored, its input not read again yet: see DiskWindows).
+     */
+    long watermark(long outOfOrdernessMs, long kindIdleMs, long owedWaitMs, long nowMs, long inputResumedAtMs) {
         long latest = Math.max(diskstatsMs, Math.max(histMs, eventsMs));
         long owedMs = Math.max(kindIdleMs, owedWaitMs);
-        long slowest = Math.min(latest, waitedFor(diskstatsMs, diskstatsHeardAtMs, diskstatsOwed() ? owedMs : kindIdleMs, nowMs));
-        slowest = Math.min(slowest, waitedFor(histMs, histHeardAtMs, histogramsOwed() ? owedMs : kindIdleMs, nowMs));
+        long slowest = Math.min(latest, waitedFor(diskstatsMs, diskstatsHeardAtMs,
+                diskstatsOwed() ? owedMs : kindIdleMs, nowMs, inputResumedAtMs));
+        slowest = Math.min(slowest, waitedFor(histMs, histHeardAtMs,
+                histogramsOwed() ? owedMs : kindIdleMs, nowMs, inputResumedAtMs));
         return slowest == NONE ? NONE : slowest - outOfOrdernessMs;
     }
 
     /** How far a kind holds the clock back: where it has reached while it is waited for, else not at all. */
-    private long waitedFor(long reachedMs, long heardAtMs, long waitMs, long nowMs) {
-        long since = Math.max(reachedMs == NONE ? firstHeardAtMs : heardAtMs, resumedAtMs);
+    private long waitedFor(long reachedMs, long heardAtMs, long waitMs, long nowMs, long inputResumedAtMs) {
+        long since = Math.max(Math.max(reachedMs == NONE ? firstHeardAtMs : heardAtMs, resumedAtMs), inputResumedAtMs);
         return nowMs - since < waitMs ? reachedMs : Long.MAX_VALUE;
     }
 }

@@ -36,7 +36,9 @@ import org.apache.flink.util.Collector;
  * merged once. A disk silent for {@code idleMs} of wall-clock time has its open windows
  * closed; silent for {@code forgetAfterMs}, it is forgotten. A job restored from a
  * checkpoint counts that silence from its restart: it heard nothing while it was down, and
- * what came meanwhile is read again from the checkpoint's offsets. At the end of a bounded
+ * what came meanwhile is read again from the checkpoint's offsets; and its sources may
+ * take a while to read again, so it counts from its first record (see
+ * {@link #firstRecordAtMs}). At the end of a bounded
  * input (the final watermark) every open window closes.
  *
  * <p>Silence is a guess: a disk whose records were held up (every Kafka node away, its
@@ -107,6 +109,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      * the detectors would judge those, and the records read a moment later would revise them.
      */
     private transient long startedAtMs = DiskClock.NONE;
+    /**
+     * When this instance took its first record, on the processing-time clock; NONE until
+     * then. A restored job's sources may take longer than the disk idleness to read again
+     * (restoring, their brokers slow to answer) while this operator already runs and its
+     * timers fire: until its input resumes, no disk is silent and no kind idle.
+     */
+    private transient long firstRecordAtMs = DiskClock.NONE;
 
     public DiskWindows(int windowSeconds, Pipeline.Config config) {
         this.lengthMs = windowSeconds * 1000L;
@@ -140,6 +149,9 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         DiskClock c = clock();
         long nowMs = ctx.timerService().currentProcessingTime();
         startedAt(nowMs);
+        if (firstRecordAtMs == DiskClock.NONE) {
+            firstRecordAtMs = nowMs;
+        }
         for (DiskRecord part : r.parts()) {
             take(part, c, nowMs, ctx, out);
         }
@@ -308,7 +320,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     /** Moves the disk's clock to its watermark now and closes the windows it passed. */
     private void advance(DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out) throws Exception {
-        long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, idleMs, nowMs);
+        long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, idleMs, nowMs, inputResumedAtMs(nowMs));
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
             closeUpTo(watermark, c, Closing.ON_ITS_CLOCK, ctx, out);
@@ -386,6 +398,16 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         return startedAtMs;
     }
 
+    /**
+     * From when this instance's disks may be silent and their kinds idle: its first record
+     * since it started. Until one comes it waits one disk idleness for its input to resume
+     * and counts from there, so that a job restored with no disk left to hear still closes
+     * their windows (two idlenesses after its start).
+     */
+    private long inputResumedAtMs(long nowMs) {
+        return firstRecordAtMs != DiskClock.NONE ? firstRecordAtMs : startedAt(nowMs) + idleMs;
+    }
+
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
         DiskClock c = clock();
@@ -398,7 +420,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             return;
         }
         c.checkAtMs = DiskClock.NONE;
-        long heardMs = Math.max(c.lastHeardAtMs, startedAt(ctx.timerService().currentProcessingTime()));
+        long heardMs = Math.max(c.lastHeardAtMs, inputResumedAtMs(ctx.timerService().currentProcessingTime()));
         long silentMs = timestamp - heardMs;
         if (silentMs >= idleMs) {
             if (c.revisionDue) {

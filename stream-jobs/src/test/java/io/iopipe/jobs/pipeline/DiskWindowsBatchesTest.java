@@ -252,9 +252,10 @@ class DiskWindowsBatchesTest {
          * from its restart: one restored after the disk's last record hears it no more):
          * none of its state or timers is left.
          */
+        /** (A job restored that read nothing again waits one disk idleness for its input before the silence counts.) */
         void assertItsDiskForgottenOnceSilent() throws Exception {
-            harness.setProcessingTime(harness.getProcessingTime() + config.diskForgottenAfter.toMillis()
-                    + config.kindIdleness.toMillis());
+            harness.setProcessingTime(harness.getProcessingTime() + config.diskIdleness.toMillis()
+                    + config.diskForgottenAfter.toMillis() + config.kindIdleness.toMillis());
             if (!backend.rocksDb()) {  // RocksDB does not count its entries
                 assertEquals(0, harness.numKeyedStateEntries(), "a disk gone for good leaves no state");
             }
@@ -584,7 +585,7 @@ class DiskWindowsBatchesTest {
             }
             openRecords.add(r);
             c.closedThroughMs = Math.max(c.closedThroughMs,
-                    c.watermark(config.outOfOrderness.toMillis(), kindIdleMs, config.diskIdleness.toMillis(), nowMs));
+                    c.watermark(config.outOfOrderness.toMillis(), kindIdleMs, config.diskIdleness.toMillis(), nowMs, DiskClock.NONE));
             clock.update(c);
         }
 

@@ -526,11 +526,13 @@ class DiskWindowsTest {
         restoreFrom(earlierBuildsStateAfter(13));
         long silentFromMs = 15 * SECOND_MS;
         harness.setProcessingTime(silentFromMs);
-        for (long nowMs = silentFromMs; nowMs < silentFromMs + config.diskIdleness.toMillis(); nowMs += SECOND_MS) {
+        // Restored, it waits one idleness for its input to resume, then the disk's idleness.
+        long closesFromMs = silentFromMs + 2 * config.diskIdleness.toMillis();
+        for (long nowMs = silentFromMs; nowMs < closesFromMs; nowMs += SECOND_MS) {
             harness.setProcessingTime(nowMs);
         }
         assertEquals(List.of(), windows(), "nothing closes before the disk has been silent its idleness");
-        for (long nowMs = silentFromMs + config.diskIdleness.toMillis(); nowMs <= silentFromMs + 2 * config.diskIdleness.toMillis(); nowMs += SECOND_MS) {
+        for (long nowMs = closesFromMs; nowMs <= closesFromMs + config.kindIdleness.toMillis(); nowMs += SECOND_MS) {
             harness.setProcessingTime(nowMs);
         }
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:40"), windows());
@@ -571,13 +573,14 @@ class DiskWindowsTest {
 
     /**
      * The restored job runs on after the script's last step until its disks' silence has
-     * been heard since it started: a restored job counts silence from its start (it heard
-     * nothing while it was down), so a script whose end came just after the restore would
-     * otherwise leave its last windows open.
+     * been heard since its input resumed: a restored job counts silence from its first
+     * record (it heard nothing while it was down), or, given none, from one idleness after
+     * its start. A script whose end came just after the restore would otherwise leave its
+     * last windows open.
      */
     private void runOnAfterRestore(List<Step> script) throws Exception {
         long lastMs = Math.max(script.get(script.size() - 1).atMs(), harness.getProcessingTime());
-        harness.setProcessingTime(lastMs + config.diskIdleness.toMillis() + config.kindIdleness.toMillis());
+        harness.setProcessingTime(lastMs + 2 * config.diskIdleness.toMillis() + config.kindIdleness.toMillis());
     }
 
     /** The steps, none before `notBeforeMs` on the wall clock: what came meanwhile is read at once. */
@@ -659,6 +662,40 @@ class DiskWindowsTest {
         List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
         restoreFrom(checkpoint);
         play(script.subList(cut, script.size()), script.get(cut - 1).atMs() + 5 * 60 * SECOND_MS);
+        runOnAfterRestore(script);
+        List<DiskWindow> sentAfterRestore = harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).toList();
+        sent.addAll(sentAfterRestore);
+        assertEquals(uninterrupted, lastCopies(sent));
+        assertEquals(sentAfterRestore.size(), lastCopies(sentAfterRestore).size(),
+                "each window sent once after the restore, none in part: " + sentAfterRestore.stream().map(w -> w.startNs).toList());
+    }
+
+    /**
+     * A job restored whose input resumes only after longer than the disk idleness (its
+     * sources still restoring, their brokers slow to answer: the windows operator runs, and
+     * its overdue timers fire, well before the first record comes again). Its disks were
+     * not silent: nothing was read. No window closes with only what the checkpoint held,
+     * on silence or on a kind that merely looks idle; each is sent once, whole.
+     */
+    @Test
+    void aJobRestoredWhoseInputResumesLateSendsNoWindowBeforeReadingAgainWhatCameSince() throws Exception {
+        List<Step> script = new java.util.ArrayList<>(outageScript().subList(0, 60));  // 20 s of every kind, steady
+        script.add(new Step(400 * SECOND_MS, null));
+        play(script);
+        java.util.Map<Long, Long> uninterrupted = lastCopies(harness.extractOutputValues());
+        close();
+        open();
+        int cut = 45;  // after 15 s: the window of 10-20 s half read
+        play(script.subList(0, cut));
+        OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
+        List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
+        restoreFrom(checkpoint);
+        long restartedMs = script.get(cut - 1).atMs() + 60 * SECOND_MS;
+        long resumedMs = restartedMs + config.diskIdleness.toMillis() + 30 * SECOND_MS;
+        for (long ms = restartedMs; ms < resumedMs; ms += SECOND_MS) {
+            harness.setProcessingTime(ms);  // its timers fire, nothing comes
+        }
+        play(script.subList(cut, script.size()), resumedMs);
         runOnAfterRestore(script);
         List<DiskWindow> sentAfterRestore = harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).toList();
         sent.addAll(sentAfterRestore);
