@@ -4,7 +4,7 @@ healthy disks), starts Kafka (the stack's image) on free ports, runs
 io.iopipe.jobs.bench.StreamBenchmark against it on a fleet made of those disks, stops Kafka.
 Results: stream-jobs/bench/RESULTS.md, and where the job's CPU goes in stream-jobs/bench/PROFILE.md.
 
-    make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R] [--profile-only])"""
+    make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R] [--profile-only | --state-only])"""
 import argparse
 import subprocess
 import sys
@@ -37,6 +37,8 @@ def main():
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
     parser.add_argument("--profile-out", default=str(JOBS / "bench/PROFILE.md"), help="where the CPU profile goes")
     parser.add_argument("--profile-only", action="store_true", help="only profile the job as it runs (after a warm-up)")
+    parser.add_argument("--state-only", action="store_true",
+                        help="only the keyed state per disk, as the job's serializers write it (no Kafka, no run)")
     parser.add_argument("--records", choices=("single", "batched"), default="single",
                         help="the agent records one by one, or batched as the agent sends them by default (--profile-only: "
                              "the flight-recording disk is made of single events)")
@@ -49,14 +51,17 @@ def main():
         seconds = max(args.seconds, STATE_S)
         print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
         write_templates(templates, seconds, batched=args.records == "batched")
+        benchmark = ["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
+                     "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+                     "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark", *fleet_options(templates, args.disks),
+                     "--seconds", str(args.seconds)]
+        if args.state_only:
+            subprocess.run([*benchmark, "--state-only", "yes"], check=True)
+            return
         ports = Ports.free()
         kafka = start_kafka(ports)
         try:
-            subprocess.run(["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
-                            "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-                            "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark",
-                            "--brokers", ports.brokers, *fleet_options(templates, args.disks),
-                            "--seconds", str(args.seconds), "--rounds", args.rounds, "--out", args.out,
+            subprocess.run([*benchmark, "--brokers", ports.brokers, "--rounds", args.rounds, "--out", args.out,
                             "--profile-out", args.profile_out, *(["--profile-only", "yes"] if args.profile_only else []),
                             "--kafka-config", str(kafka_java_config(ports.brokers))], check=True)
         finally:

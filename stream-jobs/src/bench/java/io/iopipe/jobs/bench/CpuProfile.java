@@ -27,7 +27,7 @@ import jdk.jfr.consumer.RecordingFile;
  * tasks' shares are of execution samples, their native samples are counted apart, and only
  * Flink task threads (a chain of operators each, one thread a subtask) are reported. Within
  * the busiest task: the methods its samples were in (self) and the job's own methods they
- * passed through (total).
+ * passed through (total), and so for the next busiest.
  */
 final class CpuProfile {
     private static final String EXECUTION = "jdk.ExecutionSample";
@@ -121,7 +121,7 @@ final class CpuProfile {
         return f.getMethod().getType().getName() + "." + f.getMethod().getName();
     }
 
-    /** Markdown: each task's share, then the busiest one's `top` methods by self and by total samples. */
+    /** Markdown: each task's share, then the two busiest ones' `top` methods by self and by total samples. */
     String report(int top) {
         if (taskSamples == 0) {
             return "No sample of a Flink task thread in Java code: nothing to say where the CPU went.\n";
@@ -135,12 +135,19 @@ final class CpuProfile {
             out.append(String.format("| %s | %.1f%% | %,d |%n", t.getKey().replace("|", "/"),
                     100.0 * t.getValue().samples / taskSamples, t.getValue().nativeSamples));
         }
-        Map.Entry<String, Task> busiest = byShare.get(0);
-        out.append(String.format("%nThe busiest task, %s:%n%n", busiest.getKey()));
-        out.append(table("method it was in (self)", busiest.getValue().self, busiest.getValue().samples, top));
-        out.append(String.format("%n"));
-        out.append(table("iopipe method it passed through (total)", busiest.getValue().total, busiest.getValue().samples, top));
+        String[] which = {"The busiest task", "The next busiest task"};
+        for (int i = 0; i < which.length && i < byShare.size(); i++) {
+            out.append(methods(which[i], byShare.get(i), top));
+        }
         return out.toString();
+    }
+
+    /** Where a task's samples were: the methods they were on top of, then the job's own they passed through. */
+    private static String methods(String which, Map.Entry<String, Task> task, int top) {
+        return String.format("%n%s, %s:%n%n", which, task.getKey())
+                + table("method it was in (self)", task.getValue().self, task.getValue().samples, top)
+                + String.format("%n")
+                + table("iopipe method it passed through (total)", task.getValue().total, task.getValue().samples, top);
     }
 
     private static String table(String heading, Map<String, Long> counts, long of, int top) {

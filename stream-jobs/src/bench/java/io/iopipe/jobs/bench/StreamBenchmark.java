@@ -89,7 +89,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * the fleet's ({@link TemplateFleet}), --seconds (of the fleet's records), --rounds (default
  * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000),
  * --recording-rounds (default 3), --out (results file), --profile-out (the profile's file),
- * --profile-only yes (only the warm-up and the profile).
+ * --profile-only yes (only the warm-up and the profile), --state-only yes (only the state per disk: no Kafka).
  */
 public final class StreamBenchmark {
     static final int PARALLELISM = 2;
@@ -118,6 +118,10 @@ public final class StreamBenchmark {
         Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
         Path out = args.has("out") ? Path.of(args.get("out", "")) : null;
         Path profileOut = args.has("profile-out") ? Path.of(args.get("profile-out", "")) : null;
+        if (args.has("state-only")) {
+            System.out.println(stateReport(statePerDisk(fleet)));
+            return;
+        }
         try {
             HostSignatures signatures = HostSignatures.fromFile(masterSecret);
             Produced produced = produce(brokers, kafka, topic, fleet, seconds, signatures);
@@ -678,15 +682,19 @@ public final class StreamBenchmark {
                         + ratios(rates.asRun(), rates.checked()) + ". Checking signatures (checked / unchecked graph alone): "
                         + ratios(rates.checked(), rates.job()) + ".",
                 "",
-                String.format("Keyed state per disk, as the job's serializers write it, after %d s of a disk's records: %,d bytes "
-                        + "on average over %d disks, one of each template disk (detector history %,d, its open 10 s and 1 min "
-                        + "windows %,d, the windows' disk clocks %,d, last diskstats sample %,d, open latency rollups of the "
-                        + "minute, hour and day %,d); the largest disk's %,d bytes.", state.seconds(), state.mean().total(),
-                        state.disks(), state.mean().detector(), state.mean().windows(), state.mean().clocks(),
-                        state.mean().lastSample(), state.mean().rollups(), state.largest()),
+                stateReport(state),
                 "",
                 "Per core: records/s divided by the machine's CPUs; the job and Kafka share them. Goal: >= 100k records/s per core.",
                 "");
+    }
+
+    static String stateReport(State state) {
+        return String.format("Keyed state per disk, as the job's serializers write it, after %d s of a disk's records: %,d bytes "
+                + "on average over %d disks, one of each template disk (detector history %,d, its open 10 s and 1 min "
+                + "windows %,d, the windows' disk clocks %,d, last diskstats sample %,d, open latency rollups of the "
+                + "minute, hour and day %,d); the largest disk's %,d bytes.", state.seconds(), state.mean().total(),
+                state.disks(), state.mean().detector(), state.mean().windows(), state.mean().clocks(),
+                state.mean().lastSample(), state.mean().rollups(), state.largest());
     }
 
     /** How to measure these figures again: the command, with the sizes this run measured. */
