@@ -293,6 +293,16 @@ class TracedDustyDisk:
         closed = self.closed_windows()
         return closed if sum(counts[-1] for counts in closed.values()) >= reads else None
 
+    def revised(self, windows):
+        """ " (n revised: s from the start: its copies' reads, ...)", or "": the windows whose
+        copies differ (closed on silence, or partial from a restored job, then sent again whole)."""
+        revised = {round((start - self.started_ns) / 1e9): counts
+                   for start, counts in sorted(windows.items()) if len(set(counts)) > 1}
+        if not revised:
+            return ""
+        return f" ({len(revised)} revised: " + ", ".join(
+            f"{s} s: {' then '.join(map(str, counts))}" for s, counts in revised.items()) + ")"
+
     def windows_settled(self):
         """The windows once each one's last copy holds the most of its copies, else None."""
         closed = self.closed_windows()
@@ -330,8 +340,7 @@ class TracedDustyDisk:
             windows = self.closed_windows()
             raise AssertionError(f"a window's last copy holds fewer reads than one sent before it: {windows}") from None
         windowed = sum(counts[-1] for counts in windows.values())
-        revised = sum(len(set(counts)) > 1 for counts in windows.values())
-        row[COLUMNS[1]] = f"{reads} = {windowed}" + (f" ({revised} revised)" if revised else "") + f" = {reads}"
+        row[COLUMNS[1]] = f"{reads} = {windowed}{self.revised(windows)} = {reads}"
         assert windowed == reads, (row, f"short windows (s from the start: reads, in each copy): {self.short_windows(windows)}")
 
     def assert_judged_once(self):
