@@ -452,7 +452,7 @@ public final class BimodalRetries {
         static Shape of(Log2Histogram h) {
             Shape s = new Shape(Log2Histogram.BUCKETS, 0, 1);
             for (int i = 0; i < Log2Histogram.BUCKETS; i++) {
-                s.weight[i] = h.buckets[i];
+                s.weight[i] = h.bucket(i);
                 double lower = Math.max(1, Log2Histogram.lowerEdgeUs(i));
                 s.values.get(i).add(lower * Math.sqrt(2));
             }

@@ -74,8 +74,8 @@ final class Evidence {
     static ObjectNode biolatency(Log2Histogram h) {
         ObjectNode out = Json.object();
         for (int i = 0; i < Log2Histogram.BUCKETS; i++) {
-            if (h.buckets[i] > 0) {
-                out.put(Log2Histogram.lowerEdgeUs(i) + "-" + (Log2Histogram.upperEdgeUs(i) - 1), h.buckets[i]);
+            if (h.bucket(i) > 0) {
+                out.put(Log2Histogram.lowerEdgeUs(i) + "-" + (Log2Histogram.upperEdgeUs(i) - 1), h.bucket(i));
             }
         }
         return out;

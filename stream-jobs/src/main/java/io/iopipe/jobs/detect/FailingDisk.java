@@ -133,7 +133,7 @@ public final class FailingDisk {
         if (shallowWindow) {
             Log2Histogram device = w.deviceAllOps();
             for (int i = Log2Histogram.bucketOf(FAIL_SLOW_US) + 1; i < Log2Histogram.BUCKETS; i++) {
-                fromHistogram = Saturating.add(fromHistogram, device.buckets[i]);
+                fromHistogram = Saturating.add(fromHistogram, device.bucket(i));
             }
             if (fromHistogram == 0 && device.maxUs >= FAIL_SLOW_US) {
                 fromHistogram = 1;

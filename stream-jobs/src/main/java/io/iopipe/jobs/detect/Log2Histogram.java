@@ -11,7 +11,13 @@ import io.iopipe.jobs.records.HistRecord;
 public class Log2Histogram {
     public static final int BUCKETS = HistRecord.MAX_BUCKETS;
 
-    public long[] buckets = new long[BUCKETS];
+    /**
+     * Buckets [0, the last that ever held an I/O]: a latency's buckets end at its slowest
+     * I/O, a few dozen of the {@link #BUCKETS} at most, and the windows' state and their
+     * shuffles to every detector carried the rest as zeros. (A histogram an earlier build
+     * kept holds all BUCKETS, its last ones empty.) Read one with {@link #bucket}.
+     */
+    public long[] buckets = new long[0];
     public long count;
     public long sumUs;
     public long maxUs;
@@ -28,8 +34,21 @@ public class Log2Histogram {
         return bucket >= 62 ? Long.MAX_VALUE : 1L << (bucket + 1);
     }
 
+    /** The I/Os of bucket `i`, 0 past the last that held one. */
+    public long bucket(int i) {
+        return i < buckets.length ? buckets[i] : 0;
+    }
+
+    /** Makes room for buckets [0, `last`]. */
+    private void holdUpTo(int last) {
+        if (last >= buckets.length) {
+            buckets = java.util.Arrays.copyOf(buckets, last + 1);
+        }
+    }
+
     public void add(long us, long n) {
         int bucket = bucketOf(us);
+        holdUpTo(bucket);
         buckets[bucket] = Saturating.add(buckets[bucket], n);
         count = Saturating.add(count, n);
         sumUs = Saturating.add(sumUs, Saturating.multiply(us, n));
@@ -38,7 +57,12 @@ public class Log2Histogram {
 
     /** Adds one kernel interval histogram (its buckets, count, sum and max). */
     public void addBuckets(long[] log2Buckets, long n, long sum, long max) {
-        for (int i = 0; i < log2Buckets.length && i < BUCKETS; i++) {
+        int last = Math.min(log2Buckets.length, BUCKETS) - 1;
+        while (last >= 0 && log2Buckets[last] == 0) {
+            last--;
+        }
+        holdUpTo(last);
+        for (int i = 0; i <= last; i++) {
             buckets[i] = Saturating.add(buckets[i], log2Buckets[i]);
         }
         count = Saturating.add(count, n);
@@ -57,7 +81,7 @@ public class Log2Histogram {
 
     /** Buckets [0, last non-empty]: the biolatency-style array a record carries. */
     public long[] trimmedBuckets() {
-        int last = BUCKETS - 1;
+        int last = buckets.length - 1;
         while (last >= 0 && buckets[last] == 0) {
             last--;
         }
@@ -74,7 +98,7 @@ public class Log2Histogram {
         }
         double rank = q * count;
         long seen = 0;
-        for (int i = 0; i < BUCKETS; i++) {
+        for (int i = 0; i < buckets.length; i++) {
             if (buckets[i] == 0) {
                 continue;
             }
