@@ -45,8 +45,9 @@ import org.apache.flink.util.Collector;
  * agent holding a backlog) looks the same as one that went away. So a window closed on
  * silence is kept whole, for {@code allowedLateness} of its disk's clock once the disk is
  * heard again, and takes the records still on their way as if it were open; once the
- * disk's clock passes it (or the disk falls silent again) it is sent again whole, a
- * revision that replaces the copy sent before. Its late kernel histograms amend the
+ * disk's clock passes it (at the disk's next check, every {@code kindIdleMs} while it
+ * speaks: what comes meanwhile makes one revision, not one a record) or the disk falls
+ * silent again, it is sent again whole, a revision that replaces the copy sent before. Its late kernel histograms amend the
  * latency rollups as any late histogram does; the detectors judged the window once. So is
  * a window closed before records its disk's other records prove (waited for {@code idleMs},
  * see {@link DiskClock}): they are on their way, not lost.
@@ -181,7 +182,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         } else {
             add(r, startMs, c, ctx);
         }
-        advance(c, nowMs, ctx, out);
+        advance(c, nowMs, ctx, out, false);
     }
 
     private void add(DiskRecord r, long startMs, DiskClock c, Context ctx) throws Exception {
@@ -318,14 +319,19 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         c.revisionDue = due;
     }
 
-    /** Moves the disk's clock to its watermark now and closes the windows it passed. */
-    private void advance(DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out) throws Exception {
+    /**
+     * Moves the disk's clock to its watermark now and closes the windows it passed; at a
+     * check (`revise`), sends again the kept windows it passed that took records since. Not
+     * at every record: a backlog read after its kept window's end (a job restored, a Kafka
+     * outage over) makes one revision at the next check, not one for each of its records.
+     */
+    private void advance(DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out, boolean revise) throws Exception {
         long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, idleMs, nowMs, inputResumedAtMs(nowMs));
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
             closeUpTo(watermark, c, Closing.ON_ITS_CLOCK, ctx, out);
         }
-        if (c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
+        if (revise && c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
             reviseUpTo(c, watermark, watermark - allowedLatenessMs, out);
         }
     }
@@ -434,7 +440,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
                 closedIdle.inc();
             }
         } else if (c.hasOpenWindows() || c.revisionDue) {
-            advance(c, timestamp, ctx, out);
+            advance(c, timestamp, ctx, out, true);
         }
         if (silentMs >= forgetAfterMs) {
             clock.clear();

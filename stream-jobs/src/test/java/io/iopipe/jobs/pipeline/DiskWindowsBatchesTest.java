@@ -427,9 +427,11 @@ class DiskWindowsBatchesTest {
         for (long s = 15; s <= 40; s++) {
             script.add(new Step(100 * SECOND_MS, diskstats(s, 10)));
         }
+        script.add(new Step(100 * SECOND_MS + config.kindIdleness.toMillis(), null));  // the disk's next check
         Run batched = batchedAsItsParts(script);
         List<String> sent = batched.windowsSent();
-        assertEquals(List.of("0s:90/19", "10s:50/9", "10s:100/20 r1"), sent.stream().filter(w -> !w.endsWith(" a")).limit(3).toList());
+        assertEquals(List.of("0s:90/19", "10s:50/9", "20s:100/20", "10s:100/20 r1"),
+                sent.stream().filter(w -> !w.endsWith(" a")).limit(4).toList());
         assertTrue(batched.counted.get("windows_revised_total") >= 1);
     }
 

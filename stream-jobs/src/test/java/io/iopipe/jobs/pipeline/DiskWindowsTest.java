@@ -345,6 +345,28 @@ class DiskWindowsTest {
         assertEquals(100, harness.extractOutputValues().get(2).iostat.counters.readsCompleted);
     }
 
+    /**
+     * A window closed on silence whose records come after its disk's clock passed it (here
+     * its events, read after the other kinds' backlog; after a restore, the records read
+     * again): it takes each, and is sent again once, at the disk's next check, not once a record.
+     */
+    @Test
+    void recordsForAKeptWindowItsClockPassedMakeOneRevision() throws Exception {
+        steadyUpTo(14);
+        harness.setProcessingTime(14 * SECOND_MS + config.diskIdleness.toMillis() + config.kindIdleness.toMillis());
+        harness.setProcessingTime(100 * SECOND_MS);
+        backlog(DiskWindowsTest::reads, 15, 40);
+        backlog(DiskWindowsTest::diskstats, 15, 40);
+        harness.setProcessingTime(100 * SECOND_MS + config.kindIdleness.toMillis());
+        backlog(DiskWindowsTest::event, 15, 19);
+        harness.setProcessingTime(100 * SECOND_MS + 2 * config.kindIdleness.toMillis());
+        List<DiskWindow> revisions = harness.extractOutputValues().stream().filter(w -> w.revision > 0).toList();
+        assertEquals(List.of(1, 2), revisions.stream().map(w -> w.revision).toList(),
+                "one revision with the other kinds' backlog, one with the 5 events after it");
+        assertEquals(5, revisions.get(1).op("R").events);
+        assertEquals(0, late());
+    }
+
     @Test
     void aWindowClosedOnASilenceLongerThanTheDiskIdlenessTakesItsBacklogAndIsSentAgainWhole() throws Exception {
         steadyUpTo(14);
@@ -355,12 +377,13 @@ class DiskWindowsTest {
         harness.setProcessingTime(100 * SECOND_MS);
         backlog(DiskWindowsTest::reads, 15, 40);
         backlog(DiskWindowsTest::diskstats, 15, 40);
+        harness.setProcessingTime(100 * SECOND_MS + config.kindIdleness.toMillis());  // the disk's next check
         assertEquals(0, late(), "the backlog is late for no window");
         List<DiskWindow> out = harness.extractOutputValues();
         List<DiskWindow> sent = out.stream().filter(w -> !w.amendsClosedWindow).toList();
-        assertEquals(List.of("0s:90 r0", "10s:50 r0", "10s:100 r1", "20s:100 r0"), sent.stream()
+        assertEquals(List.of("0s:90 r0", "10s:50 r0", "20s:100 r0", "10s:100 r1"), sent.stream()
                 .map(w -> (w.startNs / 1_000_000L - T0_MS) / SECOND_MS + "s:" + w.op("R").count() + " r" + w.revision).toList());
-        assertEquals(100, sent.get(2).iostat.counters.readsCompleted, "the revision holds the backlog's diskstats too");
+        assertEquals(100, sent.get(3).iostat.counters.readsCompleted, "the revision holds the backlog's diskstats too");
         assertEquals(50, out.stream().filter(w -> w.amendsClosedWindow).mapToLong(w -> w.op("R").count()).sum(),
                 "the rollups take the closed window's late histograms as amendments");
         feed(reads("web-1", T0_MS + 16 * SECOND_MS, 10));
