@@ -34,6 +34,7 @@ import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -49,6 +50,7 @@ import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -510,9 +512,15 @@ public final class StreamBenchmark {
         }
     }
 
-    record StateBytes(long detector, long windows, long clocks, long lastSample, long rollups) {
+    /** A disk's keyed state, part by part; its windows' are the records of its open 10 s windows, its open longer window and its closed windows' histograms. */
+    record StateBytes(long detector, long openRecords, long longerWindow, long closedHistograms, long clocks, long lastSample,
+            long rollups) {
+        long windows() {
+            return openRecords + longerWindow + closedHistograms;
+        }
+
         long total() {
-            return detector + windows + clocks + lastSample + rollups;
+            return detector + windows() + clocks + lastSample + rollups;
         }
     }
 
@@ -527,8 +535,9 @@ public final class StreamBenchmark {
         for (int disk = 0; disk < Math.min(fleet.disks(), fleet.templateDisks); disk++) {
             each.add(stateBytes(fleet, disk));
         }
-        StateBytes mean = new StateBytes(mean(each, StateBytes::detector), mean(each, StateBytes::windows),
-                mean(each, StateBytes::clocks), mean(each, StateBytes::lastSample), mean(each, StateBytes::rollups));
+        StateBytes mean = new StateBytes(mean(each, StateBytes::detector), mean(each, StateBytes::openRecords),
+                mean(each, StateBytes::longerWindow), mean(each, StateBytes::closedHistograms), mean(each, StateBytes::clocks),
+                mean(each, StateBytes::lastSample), mean(each, StateBytes::rollups));
         long seconds = (fleet.sends.get(fleet.sends.size() - 1).atMs() - fleet.sends.get(0).atMs()) / 1000 + 1;
         return new State(mean, each.stream().mapToLong(StateBytes::total).max().orElseThrow(), each.size(), seconds);
     }
@@ -576,14 +585,14 @@ public final class StreamBenchmark {
             lastRecords = window.getValue();
         }
         // The histograms each window closed within the allowed lateness counted (for late ones).
-        long closedHistograms = WINDOWS_REMEMBERING_HISTOGRAMS * serializedBytes(Long[].class, last.seenHistograms.toArray(new Long[0]));
-        long windows = openRecordsAtTheirMost(accumulate, lastRecords) + serializedBytes(DiskWindow.class, minute) + closedHistograms;
+        long closedHistograms = WINDOWS_REMEMBERING_HISTOGRAMS
+                * serializedBytes(TypeInformation.of(new TypeHint<HashSet<Long>>() {}), new HashSet<>(last.seenHistograms));
         LatencySpan span = new LatencySpan(last.host, last.disk, minute.startNs);
         span.absorb(minute.ops);
         // Each period's current span and the one before it, which late histograms may amend.
         long rollups = 2 * LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
-        return new StateBytes(serializedBytes(DiskHistory.class, history), windows,
-                2 * serializedBytes(DiskClock.class, clockOfTwoOpenWindows()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
+        return new StateBytes(serializedBytes(DiskHistory.class, history), openRecordsAtTheirMost(accumulate, lastRecords),
+                serializedBytes(DiskWindow.class, minute), closedHistograms, 2 * serializedBytes(DiskClock.class, clockOfTwoOpenWindows()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
     }
 
     /** The records of a window (`records`), and of the next as far as the out-of-orderness, as state holds them. */
@@ -634,8 +643,13 @@ public final class StreamBenchmark {
     }
 
     static <T> long serializedBytes(Class<T> type, T value) throws Exception {
+        return serializedBytes(TypeInformation.of(type), value);
+    }
+
+    /** As the job's state writes `value` of `type` (the type its state descriptor names). */
+    static <T> long serializedBytes(TypeInformation<T> type, T value) throws Exception {
         DataOutputSerializer out = new DataOutputSerializer(4096);
-        TypeInformation.of(type).createSerializer(new SerializerConfigImpl()).serialize(value, out);
+        type.createSerializer(new SerializerConfigImpl()).serialize(value, out);
         return out.length();
     }
 
@@ -691,9 +705,11 @@ public final class StreamBenchmark {
     static String stateReport(State state) {
         return String.format("Keyed state per disk, as the job's serializers write it, after %d s of a disk's records: %,d bytes "
                 + "on average over %d disks, one of each template disk (detector history %,d, its open 10 s and 1 min "
-                + "windows %,d, the windows' disk clocks %,d, last diskstats sample %,d, open latency rollups of the "
+                + "windows %,d: the 10 s windows' records %,d, the 1 min window %,d, the histograms its closed windows "
+                + "counted %,d; the windows' disk clocks %,d, last diskstats sample %,d, open latency rollups of the "
                 + "minute, hour and day %,d); the largest disk's %,d bytes.", state.seconds(), state.mean().total(),
-                state.disks(), state.mean().detector(), state.mean().windows(), state.mean().clocks(),
+                state.disks(), state.mean().detector(), state.mean().windows(), state.mean().openRecords(),
+                state.mean().longerWindow(), state.mean().closedHistograms(), state.mean().clocks(),
                 state.mean().lastSample(), state.mean().rollups(), state.largest());
     }
 
