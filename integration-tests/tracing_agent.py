@@ -114,7 +114,9 @@ class KafkaTracingAgent:
         holds) and returns what it said; with `check`, it must have exited cleanly."""
         if self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=60)
+            # It waits as long as the brokers keep taking its backlog, and gives up after 70 s
+            # of their taking none (CLOSE_STALL_TIMEOUT, agent/src/output.rs).
+            self.process.wait(timeout=300)
         said = self.said()
         assert not check or self.process.returncode == 0, said
         return said

@@ -160,9 +160,12 @@ pub struct KafkaSink {
 }
 
 /// How long closing waits for the brokers to take any more of the buffered records. A
-/// backlog held through an outage is still being delivered when a stop comes; librdkafka's
-/// reconnect backoff reaches 10 s, so a stall shorter than that is not the end.
-const CLOSE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// backlog held through an outage is still being delivered when a stop comes, and after
+/// every broker came back librdkafka may take a while to send again: a request on a
+/// connection that died with its broker waits out socket.timeout.ms (60 s) before it is
+/// sent again, and its reconnect backoff reaches 10 s. A stall shorter than both is not
+/// the end. (30 s gave up on a backlog in the fault suite, every Kafka node just back.)
+const CLOSE_STALL_TIMEOUT: Duration = Duration::from_secs(70);
 /// How often closing looks at the delivery's progress.
 const CLOSE_STEP: Duration = Duration::from_secs(1);
 const CLOSE_PROGRESS_EVERY: Duration = Duration::from_secs(5);
