@@ -29,9 +29,9 @@ import org.apache.flink.util.Collector;
  * reason. A valid agent record also goes, as it was sent, to the accepted side output
  * (what ClickHouse's raw tables store). A batched record (io.interval.v1,
  * io.eventbatch.v1) goes on as the records it batches, each as if sent alone, and is
- * accepted or dead-lettered whole: one record in the counters either way. Its histograms,
- * or its events, go on together as one record ({@link DiskRecord#parts()}) and reach their
- * disk's windows at once; an interval's diskstats sample goes alone, to its disk's deltas.
+ * accepted or dead-lettered whole: one record in the counters either way. Its parts go on
+ * together as one record ({@link DiskRecord#parts()}): an interval's sample and histograms
+ * to its disk's deltas and on to its windows, a batch's events to its windows.
  * Windows given as input (io.window.v1) go to their own side output, to be compared with
  * their peers.
  * Valid records of a kind this graph does not consume (the agent's own reports, the jobs'
@@ -125,13 +125,9 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         return record.key();
     }
 
-    /** The sample on its own (to its disk's diskstats deltas), the histograms together as one record. */
+    /** The sample and the histograms together, as one record (to its disk's diskstats deltas, then its windows). */
     private static String emitParts(IntervalRecord interval, Collector<DiskRecord> out) {
-        String key = emit(DiskRecord.of(interval.sample), out);
-        if (!interval.histograms.isEmpty()) {
-            out.collect(DiskRecord.ofHistograms(interval.histograms));
-        }
-        return key;
+        return emit(DiskRecord.ofInterval(interval.sample, interval.histograms), out);
     }
 
     private static String emitParts(EventBatch batch, Collector<DiskRecord> out) {

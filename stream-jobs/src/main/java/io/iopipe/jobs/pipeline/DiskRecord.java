@@ -10,10 +10,11 @@ import java.util.List;
 
 /**
  * One decoded per-disk input, exactly one of its parts (or batches of parts) set: what flows
- * between the job's operators. A batch (the histograms of an io.interval.v1, the events of an
- * io.eventbatch.v1) travels as one record holding its parts, so that it crosses the
- * shuffle and reaches its disk's window state once; {@link #parts()} gives them back as
- * the records they would have been sent alone. The batches are arrays of POJOs, which
+ * between the job's operators. A batch (an io.interval.v1's diskstats and histograms, the
+ * events of an io.eventbatch.v1) travels as one record holding its parts, so that it
+ * crosses each shuffle and reaches its disk's state once; {@link #parts()} gives them back
+ * as the records they would have been sent alone. An interval goes to its disk's deltas
+ * with its sample, and from there to its windows with the sample's delta in its place. The batches are arrays of POJOs, which
  * Flink serializes as it does the single parts (a List would fall back to Kryo).
  */
 public class DiskRecord {
@@ -60,6 +61,36 @@ public class DiskRecord {
         return r;
     }
 
+    /**
+     * An io.interval.v1: its diskstats sample and its histograms (none when the disk did no
+     * I/O), as one record to its disk's deltas, which send it on as {@link #ofInterval(DiskstatsDelta, HistRecord[])}.
+     */
+    public static DiskRecord ofInterval(DiskstatsSample sample, List<HistRecord> histograms) {
+        DiskRecord r = of(sample);
+        if (!histograms.isEmpty()) {
+            r.histograms = histograms.toArray(new HistRecord[0]);
+            r.tsNs = Math.max(r.tsNs, histograms.stream().mapToLong(h -> h.endNs).max().orElseThrow());
+        }
+        return r;
+    }
+
+    /**
+     * An interval once its sample was made a delta: the delta (null when the sample made none:
+     * a resend, out of order) and its histograms (null if none), as one record to its disk's
+     * windows; null when it holds neither.
+     */
+    public static DiskRecord ofInterval(DiskstatsDelta delta, HistRecord[] histograms) {
+        if (histograms == null) {
+            return delta == null ? null : of(delta);
+        }
+        DiskRecord r = ofHistograms(List.of(histograms));
+        if (delta != null) {
+            r.delta = delta;
+            r.tsNs = Math.max(r.tsNs, delta.endNs);
+        }
+        return r;
+    }
+
     /** The histograms of one interval (at least one), as one record. */
     public static DiskRecord ofHistograms(List<HistRecord> histograms) {
         HistRecord first = histograms.get(0);
@@ -79,7 +110,10 @@ public class DiskRecord {
     /** The records this one holds, in the order they were sent, each as if sent alone: this one, unless it is a batch. */
     public List<DiskRecord> parts() {
         if (histograms != null) {
-            List<DiskRecord> parts = new ArrayList<>(histograms.length);
+            List<DiskRecord> parts = new ArrayList<>(histograms.length + 1);
+            if (delta != null) {
+                parts.add(of(delta));
+            }
             for (HistRecord h : histograms) {
                 parts.add(of(h));
             }

@@ -15,8 +15,17 @@ import org.apache.flink.util.Collector;
  * into what class of disk it is (a delta of no time). Keeps only the disk's
  * last sample, and forgets it when the disk has been silent for {@code idleMs} of
  * wall-clock time (a disk that disappears leaves no state behind).
+ *
+ * <p>An interval's histograms came with its sample and go on with its delta, as one record
+ * to the disk's windows ({@link DiskRecord#ofInterval(DiskstatsDelta, io.iopipe.jobs.records.HistRecord[])}),
+ * whatever became of the sample: an interval crosses to the windows, and reaches their
+ * state, once. The disk's other records pass through as they came, touching no state: all
+ * of a disk's records take this one path to its windows, so they arrive there in the order
+ * they were read. (With the samples alone coming this way, the intervals carrying them
+ * could run ahead of the events sent beside them, and the disk's clock close windows
+ * before their events came: in a replayed capture, seconds of them.)
  */
-public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskstatsSample, DiskstatsDelta> {
+public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/diskstats-deltas";
     private final long idleMs;
     private transient ValueState<DiskstatsSample> lastSample;
@@ -39,34 +48,46 @@ public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskstatsSam
     }
 
     @Override
-    public void processElement(DiskstatsSample sample, Context ctx, Collector<DiskstatsDelta> out) throws Exception {
-        DiskstatsSample prev = lastSample.value();
-        if (prev == null) {
-            out.collect(DiskstatsDelta.classOf(sample));
-            lastSample.update(sample);
-        } else {
-            switch (DiskstatsDelta.classify(prev, sample)) {
-                case DELTA -> {
-                    out.collect(DiskstatsDelta.between(prev, sample));
-                    lastSample.update(sample);
-                }
-                case DUPLICATE -> duplicates.inc();
-                case OUT_OF_ORDER -> {
-                    outOfOrder.inc();
-                    String reason = "out of order: ts_ns " + sample.tsNs + " is before this disk's previous sample " + prev.tsNs;
-                    ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, sample.source, reason, sample.toJson(), DeadLetters.wallClockNs()));
-                }
-                case COUNTER_RESET -> {
-                    counterResets.inc();
-                    lastSample.update(sample);
-                }
-            }
+    public void processElement(DiskRecord r, Context ctx, Collector<DiskRecord> out) throws Exception {
+        if (r.sample == null) {
+            out.collect(r);
+            return;
+        }
+        DiskRecord onward = DiskRecord.ofInterval(delta(r.sample, ctx), r.histograms);
+        if (onward != null) {
+            out.collect(onward);
         }
         silence.heard(ctx.timerService(), idleMs);
     }
 
+    /** The sample's delta from the disk's last one (its class, for its first); null if it makes none. */
+    private DiskstatsDelta delta(DiskstatsSample sample, Context ctx) throws Exception {
+        DiskstatsSample prev = lastSample.value();
+        if (prev == null) {
+            lastSample.update(sample);
+            return DiskstatsDelta.classOf(sample);
+        }
+        switch (DiskstatsDelta.classify(prev, sample)) {
+            case DELTA -> {
+                lastSample.update(sample);
+                return DiskstatsDelta.between(prev, sample);
+            }
+            case DUPLICATE -> duplicates.inc();
+            case OUT_OF_ORDER -> {
+                outOfOrder.inc();
+                String reason = "out of order: ts_ns " + sample.tsNs + " is before this disk's previous sample " + prev.tsNs;
+                ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, sample.source, reason, sample.toJson(), DeadLetters.wallClockNs()));
+            }
+            case COUNTER_RESET -> {
+                counterResets.inc();
+                lastSample.update(sample);
+            }
+        }
+        return null;
+    }
+
     @Override
-    public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskstatsDelta> out) throws Exception {
+    public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskRecord> out) throws Exception {
         if (silence.silentForMs(ctx.timerService()) >= idleMs) {
             lastSample.clear();
             silence.clear();

@@ -4,9 +4,7 @@ import io.iopipe.jobs.detect.DiskHealth;
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.PeerVerdict;
 import io.iopipe.jobs.detect.ShallowReads;
-import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.DeadLetters;
-import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
@@ -101,15 +99,14 @@ public final class Pipeline {
         // watermark of a bounded input still closes every window.
         // A side output belongs to the operator that wrote it: keep each process function's
         // own stream to read its dead letters from, not the stream of what follows it.
-        SingleOutputStreamOperator<DiskstatsDelta> deltas = decoded
-                .filter(r -> r.sample != null).name("diskstats samples").uid("diskstats-samples")
-                .map(r -> r.sample).returns(DiskstatsSample.class).name("unwrap samples").uid("unwrap-samples")
-                .keyBy(DiskstatsSample::key)
+        // Every disk record through its disk's deltas (a sample made a delta, an interval's
+        // histograms with it, the rest as they came), then on to its windows: one path, so a
+        // disk's records reach its windows in the order they were read, whatever their kind.
+        SingleOutputStreamOperator<DiskRecord> deltas = decoded
+                .keyBy(DiskRecord::key)
                 .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis()))
                 .name("diskstats deltas").uid("diskstats-deltas");
-        DataStream<DiskRecord> measures = deltas
-                .map(DiskRecord::of).returns(DiskRecord.class).name("wrap deltas").uid("wrap-deltas")
-                .union(decoded.filter(r -> r.sample == null).name("histograms and events").uid("hist-and-events"));
+        DataStream<DiskRecord> measures = deltas;
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS)
                 .union(deltas.getSideOutput(DEAD_LETTERS), decoded.getSideOutput(ACCEPTED));

@@ -125,6 +125,11 @@ class DiskWindowsBatchesTest {
                 histogram(endS, "W", "device", 1)));
     }
 
+    /** The second ending at `endS` as the deltas send an interval on: its diskstats' delta, and its histograms if it did I/O. */
+    static DiskRecord intervalWithItsDiskstats(long endS, long reads) {
+        return DiskRecord.ofInterval(diskstats(endS, reads).delta, reads == 0 ? null : interval(endS, reads).histograms);
+    }
+
     /** A sampled read of 6 ms completing at `completeMs` after T0, standing for `weight` reads. */
     static IoEvent event(long completeMs, long weight) {
         IoEvent e = new IoEvent();
@@ -437,7 +442,8 @@ class DiskWindowsBatchesTest {
 
     /**
      * A disk's random life, as {@link DiskWindowsTest}'s, its histograms and events sent
-     * batched: each second's diskstats, interval and events, each kind delivered in order
+     * batched: each second's diskstats, interval and events (in half the lives the
+     * diskstats ride with the interval, as the deltas send it on), each kind delivered in order
      * a few seconds late at most except for an outage of its own; a batch of events now and
      * then holding one event twice, and any record sent again now and then, up to 90 s later.
      */
@@ -448,12 +454,14 @@ class DiskWindowsBatchesTest {
             readsOf[s] = rnd.nextInt(3) == 0 ? 0 : 1 + rnd.nextInt(20);
         }
         List<Step> steps = new ArrayList<>();
-        for (int kind = 0; kind < 3; kind++) {
+        // As the deltas send an interval on: its diskstats' delta with its histograms, one record.
+        boolean intervalsWithTheirDiskstats = rnd.nextBoolean();
+        for (int kind = intervalsWithTheirDiskstats ? 1 : 0; kind < 3; kind++) {
             long outageFromS = 1 + rnd.nextInt(seconds);
             long outageToS = rnd.nextInt(2) == 0 ? outageFromS : outageFromS + rnd.nextInt(90);
             long deliveredMs = 0;
             for (int s = 1; s <= seconds; s++) {
-                if (kind > 0 && readsOf[s] == 0) {
+                if (kind > 0 && readsOf[s] == 0 && !(kind == 1 && intervalsWithTheirDiskstats)) {
                     continue;  // no I/O: no histogram, no event
                 }
                 long atMs = s * SECOND_MS + rnd.nextInt(3_000);
@@ -463,7 +471,7 @@ class DiskWindowsBatchesTest {
                 deliveredMs = Math.max(deliveredMs, atMs);
                 DiskRecord sent = switch (kind) {
                     case 0 -> diskstats(s, readsOf[s]);
-                    case 1 -> interval(s, readsOf[s]);
+                    case 1 -> intervalsWithTheirDiskstats ? intervalWithItsDiskstats(s, readsOf[s]) : interval(s, readsOf[s]);
                     default -> DiskRecord.ofEvents(eventsOfSecond(rnd, s, readsOf[s]));
                 };
                 steps.add(new Step(deliveredMs, sent));

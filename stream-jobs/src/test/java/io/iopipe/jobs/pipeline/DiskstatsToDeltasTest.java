@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.OutputRecord;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -20,12 +21,12 @@ class DiskstatsToDeltasTest {
     static final long ONE_SECOND_MS = 1_000L;
     static final long DISK_FORGOTTEN_AFTER_MS = 600_000L;
 
-    private KeyedOneInputStreamOperatorTestHarness<String, DiskstatsSample, DiskstatsDelta> harness;
+    private KeyedOneInputStreamOperatorTestHarness<String, DiskRecord, DiskRecord> harness;
 
     @BeforeEach
     void open() throws Exception {
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new DiskstatsToDeltas(DISK_FORGOTTEN_AFTER_MS)), DiskstatsSample::key, Types.STRING);
+                new KeyedProcessOperator<>(new DiskstatsToDeltas(DISK_FORGOTTEN_AFTER_MS)), DiskRecord::key, Types.STRING);
         harness.open();
     }
 
@@ -49,12 +50,17 @@ class DiskstatsToDeltasTest {
     }
 
     private void feed(DiskstatsSample s) throws Exception {
-        harness.processElement(new StreamRecord<>(s, s.tsNs / 1_000_000L));
+        harness.processElement(new StreamRecord<>(DiskRecord.of(s), s.tsNs / 1_000_000L));
+    }
+
+    /** What was sent on: the deltas, the first sample's class among them. */
+    private List<DiskstatsDelta> sent() {
+        return harness.extractOutputValues().stream().map(r -> r.delta).toList();
     }
 
     /** The deltas over an interval, without the first sample's class. */
     private List<DiskstatsDelta> deltas() {
-        return harness.extractOutputValues().stream().filter(d -> !d.classOnly()).toList();
+        return sent().stream().filter(d -> !d.classOnly()).toList();
     }
 
     private List<String> deadLetterReasons() {
@@ -80,13 +86,13 @@ class DiskstatsToDeltasTest {
         DiskstatsSample first = sample(FIRST_SAMPLE_MS, 100);
         first.model = "ST4000NM0035";
         feed(first);
-        List<DiskstatsDelta> out = harness.extractOutputValues();
+        List<DiskstatsDelta> out = sent();
         assertEquals(1, out.size());
         assertTrue(out.get(0).classOnly() && out.get(0).rotational);
         assertEquals("ST4000NM0035", out.get(0).model);
         assertEquals(0, out.get(0).counters.readsCompleted, "no interval yet: nothing counted");
         feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
-        assertEquals(2, harness.extractOutputValues().size(), "one class, then intervals only");
+        assertEquals(2, sent().size(), "one class, then intervals only");
     }
 
     @Test
@@ -108,6 +114,56 @@ class DiskstatsToDeltasTest {
         feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
         assertEquals(1, deltas().size());
         assertEquals(List.of(), deadLetterReasons());
+    }
+
+    private static HistRecord reads(DiskstatsSample s) {
+        HistRecord h = new HistRecord();
+        h.host = s.host;
+        h.disk = s.disk;
+        h.op = "R";
+        h.latency = "device";
+        h.endNs = s.tsNs;
+        h.startNs = s.tsNs - ONE_SECOND_MS * 1_000_000L;
+        h.bucketsLog2Us = new long[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+        h.count = 7;
+        return h;
+    }
+
+    private void feedInterval(DiskstatsSample s) throws Exception {
+        harness.processElement(new StreamRecord<>(DiskRecord.ofInterval(s, List.of(reads(s))), s.tsNs / 1_000_000L));
+    }
+
+    /** What each record sent on held: its delta's reads (or "class", or "-"), then its histograms. */
+    private List<String> intervalsSent() {
+        return harness.extractOutputValues().stream().map(r -> (r.delta == null ? "-" : r.delta.classOnly() ? "class"
+                : String.valueOf(r.delta.counters.readsCompleted)) + "+" + (r.histograms == null ? 0 : r.histograms.length)).toList();
+    }
+
+    /** An interval's histograms go on to its windows with its sample's delta, in one record, whatever became of the sample. */
+    @Test
+    void anIntervalsHistogramsGoOnWithItsDeltaWhateverBecameOfItsSample() throws Exception {
+        feedInterval(sample(FIRST_SAMPLE_MS, 100));
+        feedInterval(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
+        feedInterval(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));  // resent
+        feedInterval(sample(FIRST_SAMPLE_MS, 100));  // out of order
+        feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 120));  // a sample alone
+        assertEquals(List.of("class+1", "7+1", "-+1", "-+1", "13+0"), intervalsSent());
+        assertEquals(1, deadLetterReasons().size());
+    }
+
+    /** A disk's records that hold no sample pass through as they came, in order, and touch no state. */
+    @Test
+    void aDisksOtherRecordsPassThroughInTheirOrderTouchingNoState() throws Exception {
+        DiskstatsSample s = sample(FIRST_SAMPLE_MS, 100);
+        DiskRecord histograms = DiskRecord.ofHistograms(List.of(reads(s)));
+        DiskRecord alone = DiskRecord.of(reads(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107)));
+        harness.processElement(new StreamRecord<>(histograms, 0));
+        harness.processElement(new StreamRecord<>(alone, 0));
+        assertEquals(List.of(histograms.tsNs + " 1 histograms", alone.tsNs + " a histogram"), harness.extractOutputValues().stream()
+                .map(r -> r.tsNs + (r.histograms != null ? " " + r.histograms.length + " histograms" : r.hist != null ? " a histogram" : ""))
+                .toList());
+        assertEquals(0, harness.numKeyedStateEntries());
+        assertEquals(0, harness.numProcessingTimeTimers());
     }
 
     @Test
