@@ -673,24 +673,7 @@ class DiskWindowsTest {
      */
     @Test
     void aJobRestoredLongAfterItsCheckpointSendsNoWindowBeforeReadingAgainWhatCameSince() throws Exception {
-        List<Step> script = new java.util.ArrayList<>(outageScript().subList(0, 60));  // 20 s of every kind, steady
-        script.add(new Step(400 * SECOND_MS, null));
-        play(script);
-        java.util.Map<Long, Long> uninterrupted = lastCopies(harness.extractOutputValues());
-        close();
-        open();
-        int cut = 45;  // after 15 s: the window of 10-20 s half read
-        play(script.subList(0, cut));
-        OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
-        List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
-        restoreFrom(checkpoint);
-        play(script.subList(cut, script.size()), script.get(cut - 1).atMs() + 5 * 60 * SECOND_MS);
-        runOnAfterRestore(script);
-        List<DiskWindow> sentAfterRestore = harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).toList();
-        sent.addAll(sentAfterRestore);
-        assertEquals(uninterrupted, lastCopies(sent));
-        assertEquals(sentAfterRestore.size(), lastCopies(sentAfterRestore).size(),
-                "each window sent once after the restore, none in part: " + sentAfterRestore.stream().map(w -> w.startNs).toList());
+        assertARestoreSendsEachWindowOnceWhole((sinceCheckpoint, checkpointMs) -> play(sinceCheckpoint, checkpointMs + 5 * 60 * SECOND_MS));
     }
 
     /**
@@ -702,23 +685,39 @@ class DiskWindowsTest {
      */
     @Test
     void aJobRestoredWhoseInputResumesLateSendsNoWindowBeforeReadingAgainWhatCameSince() throws Exception {
-        List<Step> script = new java.util.ArrayList<>(outageScript().subList(0, 60));  // 20 s of every kind, steady
+        assertARestoreSendsEachWindowOnceWhole((sinceCheckpoint, checkpointMs) -> {
+            long restartedMs = checkpointMs + 60 * SECOND_MS;
+            long resumedMs = restartedMs + config.diskIdleness.toMillis() + 30 * SECOND_MS;
+            for (long ms = restartedMs; ms < resumedMs; ms += SECOND_MS) {
+                harness.setProcessingTime(ms);  // its timers fire, nothing comes
+            }
+            play(sinceCheckpoint, resumedMs);
+        });
+    }
+
+    /** How a restored job reads again what came after its checkpoint (taken at `checkpointMs` on the wall clock). */
+    private interface ReadAgain {
+        void play(List<Step> sinceCheckpoint, long checkpointMs) throws Exception;
+    }
+
+    /**
+     * 20 s of every kind, steady, checkpointed after 15 s (the window of 10-20 s half read)
+     * and restored, `readAgain` playing what came since: the windows are those sent without
+     * the failure, and each is sent once after the restore, none in part.
+     */
+    private void assertARestoreSendsEachWindowOnceWhole(ReadAgain readAgain) throws Exception {
+        List<Step> script = new java.util.ArrayList<>(outageScript().subList(0, 60));
         script.add(new Step(400 * SECOND_MS, null));
         play(script);
         java.util.Map<Long, Long> uninterrupted = lastCopies(harness.extractOutputValues());
         close();
         open();
-        int cut = 45;  // after 15 s: the window of 10-20 s half read
+        int cut = 45;
         play(script.subList(0, cut));
         OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
         List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
         restoreFrom(checkpoint);
-        long restartedMs = script.get(cut - 1).atMs() + 60 * SECOND_MS;
-        long resumedMs = restartedMs + config.diskIdleness.toMillis() + 30 * SECOND_MS;
-        for (long ms = restartedMs; ms < resumedMs; ms += SECOND_MS) {
-            harness.setProcessingTime(ms);  // its timers fire, nothing comes
-        }
-        play(script.subList(cut, script.size()), resumedMs);
+        readAgain.play(script.subList(cut, script.size()), script.get(cut - 1).atMs());
         runOnAfterRestore(script);
         List<DiskWindow> sentAfterRestore = harness.extractOutputValues().stream().filter(w -> !w.amendsClosedWindow).toList();
         sent.addAll(sentAfterRestore);
