@@ -512,7 +512,10 @@ public final class StreamBenchmark {
         }
     }
 
-    /** A disk's keyed state, part by part; its windows' are the records of its open 10 s windows, its open longer window and its closed windows' histograms. */
+    /**
+     * A disk's keyed state, part by part; its windows' are the records of its open 10 s
+     * windows, its open longer window and its closed windows' histograms.
+     */
     record StateBytes(long detector, long openRecords, long longerWindow, long closedHistograms, long clocks, long lastSample,
             long rollups) {
         long windows() {

@@ -14,8 +14,9 @@ import java.util.List;
  * events of an io.eventbatch.v1) travels as one record holding its parts, so that it
  * crosses each shuffle and reaches its disk's state once; {@link #parts()} gives them back
  * as the records they would have been sent alone. An interval goes to its disk's deltas
- * with its sample, and from there to its windows with the sample's delta in its place. The batches are arrays of POJOs, which
- * Flink serializes as it does the single parts (a List would fall back to Kryo).
+ * with its sample, and from there to its windows with the sample's delta in its place.
+ * The batches are arrays of POJOs, which Flink serializes as it does the single parts (a
+ * List would fall back to Kryo).
  */
 public class DiskRecord {
     public String host;
@@ -63,7 +64,8 @@ public class DiskRecord {
 
     /**
      * An io.interval.v1: its diskstats sample and its histograms (none when the disk did no
-     * I/O), as one record to its disk's deltas, which send it on as {@link #ofInterval(DiskstatsDelta, HistRecord[])}.
+     * I/O), as one record to its disk's deltas, which send it on as
+     * {@link #ofInterval(DiskstatsDelta, HistRecord[])}.
      */
     public static DiskRecord ofInterval(DiskstatsSample sample, List<HistRecord> histograms) {
         DiskRecord r = of(sample);

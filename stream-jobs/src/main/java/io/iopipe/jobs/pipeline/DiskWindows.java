@@ -38,8 +38,8 @@ import org.apache.flink.util.Collector;
  * checkpoint counts that silence from its restart: it heard nothing while it was down, and
  * what came meanwhile is read again from the checkpoint's offsets; and its sources may
  * take a while to read again, so it counts from its first record (see
- * {@link #firstRecordAtMs}). At the end of a bounded
- * input (the final watermark) every open window closes.
+ * {@link #firstRecordAtMs}). At the end of a bounded input (the final watermark) every
+ * open window closes.
  *
  * <p>Silence is a guess: a disk whose records were held up (every Kafka node away, its
  * agent holding a backlog) looks the same as one that went away. So a window closed on
@@ -47,8 +47,8 @@ import org.apache.flink.util.Collector;
  * heard again, and takes the records still on their way as if it were open; once the
  * disk's clock passes it (at the disk's next check, every {@code kindIdleMs} while it
  * speaks: what comes meanwhile makes one revision, not one a record) or the disk falls
- * silent again, it is sent again whole, a revision that replaces the copy sent before. Its late kernel histograms amend the
- * latency rollups as any late histogram does; the detectors judged the window once. So is
+ * silent again, it is sent again whole, a revision that replaces the copy sent before.
+ * Its late kernel histograms amend the latency rollups as any late histogram does; the detectors judged the window once. So is
  * a window closed before records its disk's other records prove (waited for {@code idleMs},
  * see {@link DiskClock}): they are on their way, not lost.
  *

@@ -17,7 +17,8 @@ import org.apache.flink.util.Collector;
  * wall-clock time (a disk that disappears leaves no state behind).
  *
  * <p>An interval's histograms came with its sample and go on with its delta, as one record
- * to the disk's windows ({@link DiskRecord#ofInterval(DiskstatsDelta, io.iopipe.jobs.records.HistRecord[])}),
+ * to the disk's windows
+ * ({@link DiskRecord#ofInterval(DiskstatsDelta, io.iopipe.jobs.records.HistRecord[])}),
  * whatever became of the sample: an interval crosses to the windows, and reaches their
  * state, once. The disk's other records pass through as they came, touching no state: all
  * of a disk's records take this one path to its windows, so they arrive there in the order
