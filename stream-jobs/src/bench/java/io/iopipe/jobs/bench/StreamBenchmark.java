@@ -595,7 +595,8 @@ public final class StreamBenchmark {
         // Each period's current span and the one before it, which late histograms may amend.
         long rollups = 2 * LatencyPeriods.seconds().size() * serializedBytes(LatencySpan.class, span);
         return new StateBytes(serializedBytes(DiskHistory.class, history), openRecordsAtTheirMost(accumulate, lastRecords),
-                serializedBytes(DiskWindow.class, minute), closedHistograms, 2 * serializedBytes(DiskClock.class, clockOfTwoOpenWindows()), serializedBytes(DiskstatsSample.class, previous[0]), rollups);
+                serializedBytes(DiskWindow.class, minute), closedHistograms, 2 * serializedBytes(DiskClock.class, clockOfTwoOpenWindows()),
+                serializedBytes(DiskstatsSample.class, previous[0]), rollups);
     }
 
     /** The records of a window (`records`), and of the next as far as the out-of-orderness, as state holds them. */

@@ -106,12 +106,11 @@ public final class Pipeline {
                 .keyBy(DiskRecord::key)
                 .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis()))
                 .name("diskstats deltas").uid("diskstats-deltas");
-        DataStream<DiskRecord> measures = deltas;
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS)
                 .union(deltas.getSideOutput(DEAD_LETTERS), decoded.getSideOutput(ACCEPTED));
         int base = config.windowSeconds.get(0);
-        SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = measures
+        SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = deltas
                 .keyBy(DiskRecord::key)
                 .process(new DiskWindows(base, config))
                 .name(base + "s windows").uid("windows-" + base + "s");
