@@ -12,6 +12,7 @@ import io.iopipe.jobs.records.LatencyPeriods;
 import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.pipeline.LatencySpan;
 import io.iopipe.jobs.pipeline.DiskRecord;
+import io.iopipe.jobs.pipeline.DiskRecordSerializer;
 import io.iopipe.jobs.pipeline.Pipeline;
 import io.iopipe.jobs.pipeline.DiskClock;
 import io.iopipe.jobs.pipeline.WindowFunctions;
@@ -604,7 +605,7 @@ public final class StreamBenchmark {
         long outOfOrdernessMs = PipelineTimings.OUT_OF_ORDERNESS.toMillis();
         long bytes = 0;
         for (DiskRecord r : records) {
-            long record = serializedBytes(DiskRecord.class, r);
+            long record = serializedBytes(DiskRecordSerializer.TYPE, r);
             long intoWindowMs = Math.floorDiv(r.tsNs, 1_000_000L) - accumulate.windowStartMs(r);
             bytes += intoWindowMs < outOfOrdernessMs ? 2 * record : record;
         }

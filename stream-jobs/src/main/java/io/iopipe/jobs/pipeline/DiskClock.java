@@ -58,11 +58,18 @@ public class DiskClock {
      * window whole (a field its state did not have).
      */
     public long[] openStarts;
+    /**
+     * Whether DiskWindows keeps the disk's open records in one list per window; false in a
+     * clock restored from a build that kept them all in one list (a field its state did not
+     * have), until its next window closes and moves them.
+     */
+    public boolean openRecordsByWindow;
 
     /** The clock of a disk not heard before. */
     public static DiskClock ofNewDisk() {
         DiskClock c = new DiskClock();
         c.openStarts = new long[0];
+        c.openRecordsByWindow = true;
         return c;
     }
 

@@ -6,6 +6,8 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -52,11 +54,13 @@ import org.apache.flink.util.Collector;
  * a window closed before records its disk's other records prove (waited for {@code idleMs},
  * see {@link DiskClock}): they are on their way, not lost.
  *
- * <p>A record for an open window is appended to its disk's open records, unread (in
+ * <p>A record for an open window is appended to its window's open records, unread (in
  * RocksDB a blind merge), and folded into its window when the window closes: what a
  * record costs does not grow with what its window holds. Keeping each window whole while
  * it filled rewrote it, events and all, on every record, so a disk in flight recording
- * slowed the whole job down exactly when it was failing.
+ * slowed the whole job down exactly when it was failing. Each window's records have a list
+ * of their own (one of {@link #OPEN_RECORD_LISTS}, in turn), so a window closing reads its
+ * own and rewrites none of the windows still open.
  *
  * <p>A batch (an interval's histograms, a batch of events: {@link DiskRecord#parts()}) is
  * taken part by part, in the order sent, exactly as its parts sent one by one and read at
@@ -73,15 +77,28 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     private final long idleMs;
     private final long forgetAfterMs;
     private final long allowedLatenessMs;
+    /**
+     * How many lists a disk's open records are kept in, a window's in the list of its place
+     * in that cycle: as many as windows are open at once while a disk's kinds keep pace (a
+     * window, and the next as far as the out-of-orderness). Where more are open (a kind
+     * waited for), two windows share a list and the one closing first rewrites the other's.
+     */
+    static final int OPEN_RECORD_LISTS = 4;
     private final WindowFunctions.Accumulate accumulate;
     /**
-     * The records of the disk's open windows (their starts are in its clock), in the order
-     * they came: parts, their batch fields null. A build before batches wrote them without
-     * those fields; Flink's POJO serializer reads its checkpoints and savepoints as they are
-     * (schema evolution: a field added), so they need no state of their own, as the open
-     * windows of earlier builds do.
+     * The records of the disk's open windows (their starts are in its clock), each window's
+     * in its list ({@link #listOf}), in the order they came: parts, their batch fields
+     * null, as {@link DiskRecordSerializer} writes them.
      */
-    private transient ListState<DiskRecord> openRecords;
+    private transient List<ListState<DiskRecord>> openRecords;
+    /**
+     * The open records as builds before the lists per window kept them, all in one list
+     * (under the name the lists' state had): moved to the lists at the disk's next window
+     * closing ({@link DiskClock#openRecordsByWindow}). A build before batches wrote them
+     * without the batch fields; Flink's POJO serializer reads its checkpoints and savepoints
+     * as they are (schema evolution: a field added).
+     */
+    private transient ListState<DiskRecord> openRecordsInOneList;
     /**
      * The parts of the record being taken that went to open windows, in the order they came:
      * appended to the open records together once it is taken, folded from here by a window
@@ -130,7 +147,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     @Override
     public void open(OpenContext openContext) {
-        openRecords = getRuntimeContext().getListState(new ListStateDescriptor<>("open-window-records", DiskRecord.class));
+        openRecords = new ArrayList<>();
+        for (int i = 0; i < OPEN_RECORD_LISTS; i++) {
+            openRecords.add(getRuntimeContext().getListState(
+                    new ListStateDescriptor<>("open-window-records-" + i, DiskRecordSerializer.TYPE)));
+        }
+        openRecordsInOneList = getRuntimeContext().getListState(
+                new ListStateDescriptor<>("open-window-records", DiskRecord.class));
         openWindowsOfEarlierBuilds =
                 getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
         clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
@@ -157,10 +180,34 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             take(part, c, nowMs, ctx, out);
         }
         if (!arrived.isEmpty()) {
-            openRecords.addAll(arrived);
-            arrived.clear();
+            keepArrived(c);
         }
         clock.update(c);
+    }
+
+    /** Appends the parts just arrived for open windows to their windows' lists, one blind merge a list. */
+    private void keepArrived(DiskClock c) throws Exception {
+        if (!c.openRecordsByWindow) {
+            openRecordsInOneList.addAll(arrived);
+        } else {
+            for (Map.Entry<Integer, List<DiskRecord>> list : byList(arrived).entrySet()) {
+                openRecords.get(list.getKey()).addAll(list.getValue());
+            }
+        }
+        arrived.clear();
+    }
+
+    /** `records` by the list their windows keep their open records in, each list's in the order they came. */
+    private Map<Integer, List<DiskRecord>> byList(List<DiskRecord> records) {
+        Map<Integer, List<DiskRecord>> lists = new HashMap<>();
+        for (DiskRecord r : records) {
+            lists.computeIfAbsent(listOf(accumulate.windowStartMs(r)), i -> new ArrayList<>()).add(r);
+        }
+        return lists;
+    }
+
+    private int listOf(long startMs) {
+        return Math.floorMod(Math.floorDiv(startMs, lengthMs), OPEN_RECORD_LISTS);
     }
 
     /** One record, or one part of a batch, as if it came alone; the disk's clock `c` is written back once the batch is taken. */
@@ -194,22 +241,59 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
     }
 
     /**
-     * The closing windows, each folded from its records in the order they came (the open
+     * The closing windows, each folded from its records in the order they came (its open
      * records, then those just arrived), a resent record once; the records of the windows
      * still open are kept.
      */
-    private Map<Long, DiskWindow> foldClosing(long[] closing) throws Exception {
+    private Map<Long, DiskWindow> foldClosing(long[] closing, DiskClock c) throws Exception {
         Map<Long, DiskWindow> windows = new HashMap<>();
         for (long startMs : closing) {
             windows.put(startMs, openedByEarlierBuild(startMs));
         }
-        List<DiskRecord> stillOpen = new ArrayList<>();
-        Iterable<DiskRecord> records = openRecords.get();
-        fold(records == null ? List.of() : records, windows, stillOpen);
-        fold(arrived, windows, stillOpen);
+        if (!c.openRecordsByWindow) {
+            moveOutOfOneList(windows, c);
+        }
+        Set<Integer> lists = new TreeSet<>();
+        for (long startMs : closing) {
+            lists.add(listOf(startMs));
+        }
+        for (int list : lists) {
+            foldList(openRecords.get(list), windows);
+        }
+        List<DiskRecord> arrivedStillOpen = new ArrayList<>();
+        fold(arrived, windows, arrivedStillOpen);
         arrived.clear();
-        openRecords.update(stillOpen);
+        arrived.addAll(arrivedStillOpen);
         return windows;
+    }
+
+    /** Folds the closing windows' records in `list`; keeps the others' (a window sharing the list), else clears it. */
+    private void foldList(ListState<DiskRecord> list, Map<Long, DiskWindow> windows) throws Exception {
+        List<DiskRecord> stillOpen = new ArrayList<>();
+        Iterable<DiskRecord> records = list.get();
+        fold(records == null ? List.of() : records, windows, stillOpen);
+        if (stillOpen.isEmpty()) {
+            list.clear();
+        } else {
+            list.update(stillOpen);
+        }
+    }
+
+    /**
+     * Folds the closing windows' records kept in one list by an earlier build, and moves the
+     * others to their windows' lists: the disk keeps its records by window from here on.
+     * Nothing was added to those lists meanwhile (see {@link #keepArrived}), so each keeps
+     * its records in the order they came.
+     */
+    private void moveOutOfOneList(Map<Long, DiskWindow> windows, DiskClock c) throws Exception {
+        List<DiskRecord> stillOpen = new ArrayList<>();
+        Iterable<DiskRecord> records = openRecordsInOneList.get();
+        fold(records == null ? List.of() : records, windows, stillOpen);
+        openRecordsInOneList.clear();
+        for (Map.Entry<Integer, List<DiskRecord>> list : byList(stillOpen).entrySet()) {
+            openRecords.get(list.getKey()).addAll(list.getValue());
+        }
+        c.openRecordsByWindow = true;
     }
 
     private void fold(Iterable<DiskRecord> records, Map<Long, DiskWindow> windows, List<DiskRecord> stillOpen) {
@@ -366,7 +450,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      */
     private void closeUpTo(long clockMs, DiskClock c, Closing why, Context ctx, Collector<DiskWindow> out) throws Exception {
         long[] closing = c.closeOpenEndingBy(clockMs, lengthMs);
-        Map<Long, DiskWindow> windows = closing.length == 0 ? Map.of() : foldClosing(closing);
+        Map<Long, DiskWindow> windows = closing.length == 0 ? Map.of() : foldClosing(closing, c);
         for (long startMs : closing) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
             DiskWindow w = windows.get(startMs);
@@ -446,7 +530,10 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             clock.clear();
             closedHistograms.clear();
             closedOnSilence.clear();
-            openRecords.clear();
+            for (ListState<DiskRecord> list : openRecords) {
+                list.clear();
+            }
+            openRecordsInOneList.clear();
             openWindowsOfEarlierBuilds.clear();
             return;
         }

@@ -25,6 +25,10 @@ import org.apache.flink.util.Collector;
  * they were read. (With the samples alone coming this way, the intervals carrying them
  * could run ahead of the events sent beside them, and the disk's clock close windows
  * before their events came: in a replayed capture, seconds of them.)
+ *
+ * <p>It sends on only records of the disk it is taking a record of, and nothing from its
+ * timers: its output is keyed as its input was, which the windows chained to it rely on
+ * ({@link Pipeline}).
  */
 public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRecord, DiskRecord> {
     static final String STAGE = "stream-jobs/diskstats-deltas";

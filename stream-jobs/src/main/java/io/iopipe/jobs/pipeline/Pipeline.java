@@ -20,6 +20,7 @@ import org.apache.flink.metrics.Counter;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamUtils;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
@@ -35,7 +36,7 @@ import org.apache.flink.util.OutputTag;
 public final class Pipeline {
     public static final OutputTag<OutputRecord> DEAD_LETTERS = new OutputTag<>("dead-letters") {};
     static final OutputTag<OutputRecord> ACCEPTED = new OutputTag<>("accepted") {};
-    static final OutputTag<DiskRecord> LATE_RECORDS = new OutputTag<>("late-records") {};
+    static final OutputTag<DiskRecord> LATE_RECORDS = new OutputTag<>("late-records", DiskRecordSerializer.TYPE);
     static final OutputTag<WindowSample> INPUT_WINDOWS = new OutputTag<>("input-windows") {};
 
     /** Tunables; defaults are what the live job runs with, its timings those of schema/pipeline.json. */
@@ -94,7 +95,8 @@ public final class Pipeline {
         // new objects for what it emits and never changes what it receives.
         input.getExecutionEnvironment().getConfig().enableObjectReuse();
         SingleOutputStreamOperator<DiskRecord> decoded = input
-                .process(new DecodeRecords(config.signingSecret)).name("decode records").uid("decode-records");
+                .process(new DecodeRecords(config.signingSecret)).returns(DiskRecordSerializer.TYPE)
+                .name("decode records").uid("decode-records");
         // No watermarks: each disk keeps its own event-time clock (DiskWindows). The final
         // watermark of a bounded input still closes every window.
         // A side output belongs to the operator that wrote it: keep each process function's
@@ -104,14 +106,17 @@ public final class Pipeline {
         // disk's records reach its windows in the order they were read, whatever their kind.
         SingleOutputStreamOperator<DiskRecord> deltas = decoded
                 .keyBy(DiskRecord::key)
-                .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis()))
+                .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis())).returns(DiskRecordSerializer.TYPE)
                 .name("diskstats deltas").uid("diskstats-deltas");
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS)
                 .union(deltas.getSideOutput(DEAD_LETTERS), decoded.getSideOutput(ACCEPTED));
         int base = config.windowSeconds.get(0);
-        SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = deltas
-                .keyBy(DiskRecord::key)
+        // The deltas send each record on from its own disk's key: keyed as they are, the
+        // windows chain to them, and a record crosses no second shuffle, nor is it serialized
+        // again, on its way to its windows.
+        SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = DataStreamUtils
+                .reinterpretAsKeyedStream(deltas, DiskRecord::key)
                 .process(new DiskWindows(base, config))
                 .name(base + "s windows").uid("windows-" + base + "s");
         // Amendments and revisions travel with the windows, so nothing sees one before its window.

@@ -31,6 +31,27 @@ public class DiskstatsCounters {
     public long flushesCompleted;
     public long flushTimeMs;
 
+    /** Every counter, in the schema's order. */
+    public long[] values() {
+        long[] values = new long[ALL.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = ALL.get(this, i);
+        }
+        return values;
+    }
+
+    /** The counters `values` gives in the schema's order ({@link #values()}). */
+    public static DiskstatsCounters of(long[] values) {
+        if (values.length != ALL.size()) {
+            throw new IllegalArgumentException(values.length + " counters, not the schema's " + ALL.size());
+        }
+        DiskstatsCounters counters = new DiskstatsCounters();
+        for (int i = 0; i < values.length; i++) {
+            ALL.set(counters, i, values[i]);
+        }
+        return counters;
+    }
+
     /** What each counter that only grows counted from `earlier` to these. */
     public DiskstatsCounters since(DiskstatsCounters earlier) {
         DiskstatsCounters grown = new DiskstatsCounters();

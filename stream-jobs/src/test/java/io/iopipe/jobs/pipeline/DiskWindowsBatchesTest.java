@@ -582,6 +582,7 @@ class DiskWindowsBatchesTest {
         @Override
         public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
             DiskClock c = clock.value() == null ? DiskClock.ofNewDisk() : clock.value();
+            c.openRecordsByWindow = false;  // a field that build's clock did not have
             long nowMs = ctx.timerService().currentProcessingTime();
             long kindIdleMs = config.kindIdleness.toMillis();
             c.saw(r, Math.floorDiv(r.tsNs, 1_000_000L), nowMs, kindIdleMs);

@@ -34,6 +34,8 @@ class DiskWindowsTest {
     static final long T0_MS = 1_763_700_000_000L;
     static final long SECOND_MS = 1_000L;
     static final long HOUR_MS = 3_600_000L;
+    /** The windows' length in the tests, s. */
+    static final long WINDOW_S = 10;
 
     private final Pipeline.Config config = new Pipeline.Config();
     private KeyedOneInputStreamOperatorTestHarness<String, DiskRecord, DiskWindow> harness;
@@ -45,7 +47,7 @@ class DiskWindowsTest {
         config.diskForgottenAfter = Duration.ofMinutes(10);
         config.kindIdleness = Duration.ofSeconds(10);
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new DiskWindows(10, config)), DiskRecord::key, Types.STRING);
+                new KeyedProcessOperator<>(new DiskWindows((int) WINDOW_S, config)), DiskRecord::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.open();
     }
@@ -59,7 +61,7 @@ class DiskWindowsTest {
     private void restoreFrom(OperatorSubtaskState snapshot) throws Exception {
         harness.close();
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new DiskWindows(10, config)), DiskRecord::key, Types.STRING);
+                new KeyedProcessOperator<>(new DiskWindows((int) WINDOW_S, config)), DiskRecord::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.initializeState(snapshot);
         harness.open();
@@ -267,6 +269,23 @@ class DiskWindowsTest {
         assertEquals(0, late());
         assertEquals(List.of("web-1/sdb@0s:90", "web-1/sdb@10s:100"), windows());
         assertEquals(90, harness.extractOutputValues().get(0).iostat.counters.readsCompleted);
+    }
+
+    @Test
+    void windowsOpenBeyondTheirListsEachCloseWithAllTheirRecords() throws Exception {
+        long openWindows = DiskWindows.OPEN_RECORD_LISTS + 3;
+        long lastS = openWindows * WINDOW_S - 5;
+        for (long s = 1; s <= lastS; s++) {
+            feed(reads("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        for (long s = 1; s <= lastS; s++) {
+            feed(diskstats("web-1", T0_MS + s * SECOND_MS, 10));
+        }
+        List<String> expected = new java.util.ArrayList<>(List.of("web-1/sdb@0s:90"));
+        for (long w = 1; w < openWindows - 1; w++) {
+            expected.add("web-1/sdb@" + w * WINDOW_S + "s:100");
+        }
+        assertEquals(expected, windows(), "windows sharing a list of open records keep each other's");
     }
 
     /** The earliest timestamp a record may carry: 2001-09-09, in ns. */

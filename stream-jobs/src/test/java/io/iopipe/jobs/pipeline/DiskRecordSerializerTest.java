@@ -1,0 +1,158 @@
+package io.iopipe.jobs.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.iopipe.jobs.records.HistRecord;
+import io.iopipe.jobs.records.IoEvent;
+import java.lang.reflect.Array;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.Random;
+import org.apache.flink.api.common.serialization.SerializerConfigImpl;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.TypeSerializerSchemaCompatibility;
+import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every field of a disk record, and of every part it holds, comes back as it went: checked
+ * against Flink's POJO serializer, which writes every public field, so a field added to
+ * any of them and not to {@link DiskRecordSerializer} fails here.
+ */
+class DiskRecordSerializerTest {
+    private static final TypeSerializer<DiskRecord> POJO =
+            TypeInformation.of(DiskRecord.class).createSerializer(new SerializerConfigImpl());
+    private final Random random = new Random(7);
+
+    @Test
+    void everyFieldOfEveryPartComesBackAsItWent() throws Exception {
+        for (int i = 0; i < 200; i++) {
+            DiskRecord r = filled(DiskRecord.class, 0);
+            assertSame(r, roundTrip(r));
+        }
+    }
+
+    @Test
+    void partsOfTheRecordsOwnDiskComeBackNamingIt() throws Exception {
+        for (int i = 0; i < 50; i++) {
+            DiskRecord r = filled(DiskRecord.class, 0);
+            for (HistRecord h : r.histograms) {
+                h.host = r.host;
+                h.disk = r.disk;
+            }
+            for (IoEvent e : r.events) {
+                e.host = new String(r.host);  // equal, not the same instance
+                e.disk = r.disk;
+            }
+            DiskRecord back = roundTrip(r);
+            assertSame(r, back);
+            assertEquals(r.host, back.events[0].host);
+        }
+    }
+
+    @Test
+    void aRecordWithNoPartsOrNullFieldsComesBack() throws Exception {
+        DiskRecord empty = new DiskRecord();
+        assertSame(empty, roundTrip(empty));
+        DiskRecord batch = filled(DiskRecord.class, 0);
+        batch.sample = null;
+        batch.event = null;
+        batch.histograms[0].bucketsLog2Us = null;
+        batch.histograms[0].op = null;
+        batch.delta.counters = null;
+        assertSame(batch, roundTrip(batch));
+    }
+
+    @Test
+    void aCheckpointsSerializerIsThisOneAsItIs() throws Exception {
+        TypeSerializerSnapshot<DiskRecord> snapshot = DiskRecordSerializer.INSTANCE.snapshotConfiguration();
+        DataOutputSerializer out = new DataOutputSerializer(64);
+        TypeSerializerSnapshot.writeVersionedSnapshot(out, snapshot);
+        TypeSerializerSnapshot<DiskRecord> restored = TypeSerializerSnapshot.readVersionedSnapshot(
+                new DataInputDeserializer(out.getCopyOfBuffer()), getClass().getClassLoader());
+        TypeSerializerSchemaCompatibility<DiskRecord> compatibility =
+                DiskRecordSerializer.INSTANCE.snapshotConfiguration().resolveSchemaCompatibility(restored);
+        assertTrue(compatibility.isCompatibleAsIs());
+        assertEquals(DiskRecordSerializer.INSTANCE, restored.restoreSerializer());
+    }
+
+    @Test
+    void itWritesFewerBytesThanThePojoSerializer() throws Exception {
+        DiskRecord r = filled(DiskRecord.class, 0);
+        r.histograms[0].host = r.host;
+        r.histograms[0].disk = r.disk;
+        r.histograms[0].bucketsLog2Us = new long[64];
+        assertTrue(bytes(DiskRecordSerializer.INSTANCE, r).length < bytes(POJO, r).length);
+    }
+
+    private static DiskRecord roundTrip(DiskRecord r) throws Exception {
+        byte[] written = bytes(DiskRecordSerializer.INSTANCE, r);
+        DiskRecord back = DiskRecordSerializer.INSTANCE.deserialize(new DataInputDeserializer(written));
+        assertArrayEquals(written, bytes(DiskRecordSerializer.INSTANCE, DiskRecordSerializer.INSTANCE.copy(back)));
+        return back;
+    }
+
+    private static void assertSame(DiskRecord expected, DiskRecord actual) throws Exception {
+        assertArrayEquals(bytes(POJO, expected), bytes(POJO, actual), "a field did not come back as it went");
+    }
+
+    private static <T> byte[] bytes(TypeSerializer<T> serializer, T value) throws Exception {
+        DataOutputSerializer out = new DataOutputSerializer(1024);
+        serializer.serialize(value, out);
+        return out.getCopyOfBuffer();
+    }
+
+    /** An instance of `type` with every public field set, at random; nested objects too. */
+    private <T> T filled(Class<T> type, int depth) throws Exception {
+        T value = type.getDeclaredConstructor().newInstance();
+        for (Field f : type.getFields()) {
+            if (!Modifier.isStatic(f.getModifiers())) {
+                f.set(value, valueOf(f.getType(), depth));
+            }
+        }
+        return value;
+    }
+
+    private Object valueOf(Class<?> type, int depth) throws Exception {
+        if (type == String.class) {
+            String[] strings = {"", "sdb", "web-7.example", "nvme0n1", "é→ü", "R", "device", "x".repeat(300)};
+            return strings[random.nextInt(strings.length)] + random.nextInt(1000);
+        }
+        if (type == long.class) {
+            long[] edges = {0, 1, -1, 127, 128, Long.MAX_VALUE, Long.MIN_VALUE, 1_763_700_000_000_000_000L};
+            return random.nextBoolean() ? edges[random.nextInt(edges.length)] : random.nextLong() >> random.nextInt(64);
+        }
+        if (type == int.class) {
+            return random.nextInt();
+        }
+        if (type == boolean.class) {
+            return random.nextBoolean();
+        }
+        if (type == double.class) {
+            return random.nextDouble() * 1000;
+        }
+        if (type == long[].class) {
+            long[] values = new long[random.nextInt(65)];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = (long) valueOf(long.class, depth);
+            }
+            return values;
+        }
+        if (type.isArray()) {
+            Object array = Array.newInstance(type.getComponentType(), 1 + random.nextInt(3));
+            for (int i = 0; i < Array.getLength(array); i++) {
+                Array.set(array, i, filled(type.getComponentType(), depth + 1));
+            }
+            return array;
+        }
+        if (depth > 3) {
+            throw new IllegalStateException("nested too deep at " + type);
+        }
+        return filled(type, depth + 1);
+    }
+}
