@@ -6,8 +6,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeSet;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -253,12 +251,14 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         if (!c.openRecordsByWindow) {
             moveOutOfOneList(windows, c);
         }
-        Set<Integer> lists = new TreeSet<>();
+        int lists = 0;  // a bit for each list a closing window keeps its records in
         for (long startMs : closing) {
-            lists.add(listOf(startMs));
+            lists |= 1 << listOf(startMs);
         }
-        for (int list : lists) {
-            foldList(openRecords.get(list), windows);
+        for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
+            if ((lists & 1 << list) != 0) {
+                foldList(openRecords.get(list), windows);
+            }
         }
         List<DiskRecord> arrivedStillOpen = new ArrayList<>();
         fold(arrived, windows, arrivedStillOpen);
