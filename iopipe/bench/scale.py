@@ -237,6 +237,35 @@ class WindowRows:
         return out
 
 
+class Inserts:
+    """What ClickHouse's tables took in while a size ran, from one replica's system.parts.
+    Each insert into a partition of a replicated table takes that partition's next block
+    number, so the growth of its largest block number counts its inserts (merges keep the
+    numbers they merge); the active parts are what merges have left of them."""
+    SQL = ("SELECT table, partition_id, max(max_block_number) AS block, countIf(active) AS parts, "
+           "sumIf(rows, active) AS rows FROM system.parts WHERE database = 'iopipe' GROUP BY table, partition_id")
+
+    def __init__(self, cluster):
+        self.client = cluster.users.client(cluster.ports.of_clickhouse_replica(stack.CLICKHOUSE_REPLICAS[0]), "admin")
+        self.before = self.read()
+        self.started = time.monotonic()
+
+    def read(self):
+        return {(row["table"], row["partition_id"]): row for row in self.client.json_rows(self.SQL)}
+
+    def since_start(self):
+        """Per table that took rows: inserts/s, rows per insert and the most active parts of one partition."""
+        seconds, now, tables = time.monotonic() - self.started, self.read(), {}
+        for (table, partition), row in now.items():
+            was = self.before.get((table, partition), {"block": 0, "rows": 0})
+            t = tables.setdefault(table, {"inserts": 0, "rows": 0, "most_parts": 0})
+            t["inserts"] += int(row["block"]) - int(was["block"])
+            t["rows"] += int(row["rows"]) - int(was["rows"])
+            t["most_parts"] = max(t["most_parts"], int(row["parts"]))
+        return {table: {**t, "per_s": t["inserts"] / seconds, "rows_per_insert": t["rows"] / t["inserts"]}
+                for table, t in sorted(tables.items()) if t["inserts"] > 0}
+
+
 def busiest_tasks(ports, job_id, count=3):
     """The job's tasks (chains of operators) by the share of time their busiest subtask
     worked, with the share it was back-pressured: where the job spends its cores."""
@@ -355,11 +384,13 @@ def run_size(cluster, disks, seconds, records):
         say(f"{disks:,} disks: {per_disk_s:.2f} records per disk-second, {disks * per_disk_s:,.0f} records/s, "
             f"from {time.strftime('%H:%M:%S', time.localtime(start_ms / 1000))}")
         cpu_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+        inserts = Inserts(cluster)
         replay = Replay(ports.brokers, templates, disks)
         try:
             run = watch(cluster, job_id, replay, offsets, disks, start_ms)
         finally:
             replay.stop()
+        run["inserts"] = inserts.since_start()
         cpu_after, took = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - started
     run["producer_cores"] = (cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime) / took
     config = http_json(f"{ports.flink_url}/jobs/{job_id}/checkpoints/config")
@@ -528,7 +559,21 @@ def size_table(run):
         f"| CPU by container after {WARM_UP_S} s (docker stats) | {cpu or '-'} |",
         f"| the job's busiest tasks then: busy / back-pressured, of the busiest subtask | {busiest or '-'} |",
         *profile_rows(run.get("profile")),
+        *insert_rows(run.get("inserts")),
         ""])
+
+
+def insert_rows(inserts):
+    if not inserts:
+        return []
+    busiest = max(inserts.items(), key=lambda item: item[1]["per_s"])
+    fewest_rows = min(inserts.items(), key=lambda item: item[1]["rows_per_insert"])
+    return ["| ClickHouse inserts (system.parts: block numbers taken), per table: inserts/s, rows per insert | "
+            + ", ".join(f"{table} {t['per_s']:.2f}/s × {t['rows_per_insert']:,.0f}" for table, t in inserts.items())
+            + " |",
+            f"| ClickHouse: the table inserted most often / fewest rows per insert / most active parts in a "
+            f"partition | {busiest[0]} {busiest[1]['per_s']:.2f}/s / {fewest_rows[0]} "
+            f"{fewest_rows[1]['rows_per_insert']:,.0f} / {max(t['most_parts'] for t in inserts.values())} |"]
 
 
 def profile_rows(profile):
