@@ -17,7 +17,8 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
- * The live job: agent topics in Kafka → the pipeline → output topics.
+ * The live job: agent topics in Kafka → the pipeline → output topics, and the agent records
+ * it accepted to their accepted topics (a sink of their own, chained to the decoding).
  * Options: --brokers host:port (default 127.0.0.1:9092), --group-id (default schema/topics.json's stream-jobs group),
  * --kafka-config PATH (default none: plaintext): a Java Kafka client properties file of how
  * to connect ({@link KafkaClientConfig}: security.protocol, sasl.*, ssl.*), read where the job
@@ -113,7 +114,8 @@ public final class LiveJob {
         DataStream<RawRecord> input = env.fromSource(
                 KafkaIo.source(brokers, kafka, groupId, DecodeRecords.AGENT_RECORDS),
                 WatermarkStrategy.noWatermarks(), "agent topics").uid("agent-topics");
-        DataStream<OutputRecord> output = Pipeline.build(input, config);
-        output.sinkTo(KafkaIo.sink(brokers, kafka)).name("output topics").uid("output-topics");
+        Pipeline.Outputs output = Pipeline.outputs(input, config);
+        output.derived().sinkTo(KafkaIo.sink(brokers, kafka)).name("output topics").uid("output-topics");
+        output.accepted().sinkTo(KafkaIo.sink(brokers, kafka)).name("accepted topics").uid("accepted-topics");
     }
 }

@@ -90,7 +90,7 @@ public final class OfflineJob {
                 boolean isReject = DeadLetters.SCHEMA.equals(r.schema);
                 Verdicts.print(r, System.out);
                 BufferedWriter to = isReject ? bad : good;
-                to.write(r.json);
+                to.write(r.text());
                 to.newLine();
                 if (isReject) {
                     rejected++;

@@ -14,11 +14,11 @@ final class Verdicts {
 
     static void print(OutputRecord r, PrintStream out) throws DecodeException {
         if (DiskDetector.ANOMALY_SCHEMA.equals(r.schema)) {
-            JsonNode a = Json.parseObject(r.json);
+            JsonNode a = Json.parseObject(r.text());
             out.printf("anomaly %s %s %s/%s: %s%n", a.get("kind").asText(), a.get("severity").asText(),
                     a.get("host").asText(), a.get("disk").asText(), a.get("summary").asText());
         } else if (DiskHealth.SCHEMA.equals(r.schema)) {
-            JsonNode h = Json.parseObject(r.json);
+            JsonNode h = Json.parseObject(r.text());
             JsonNode ticket = h.get("ticket");
             out.printf("health %s/%s %s -> %s%s: %s%n", h.get("host").asText(), h.get("disk").asText(),
                     h.get("from_state").asText(), h.get("to_state").asText(),

@@ -56,7 +56,7 @@ class LiveJobTest {
         }
         assertEquals(List.of(), missing, "operators without a uid");
         assertEquals(uids.size(), new HashSet<>(uids).size(), "uids are unique: " + uids);
-        assertTrue(uids.containsAll(List.of("agent-topics", "output-topics")), uids.toString());
+        assertTrue(uids.containsAll(List.of("agent-topics", "output-topics", "accepted-topics")), uids.toString());
     }
 
     /** The topics of every agent record the graph decodes, the batched ones too, and no other. */
@@ -101,7 +101,7 @@ class LiveJobTest {
                 clients++;
             }
         }
-        assertEquals(2, clients, "the agent topics' source and the output topics' sink");
+        assertEquals(3, clients, "the agent topics' source, the output topics' sink and the accepted topics'");
     }
 
     @Test

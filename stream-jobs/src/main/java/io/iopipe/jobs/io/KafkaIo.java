@@ -69,8 +69,9 @@ public final class KafkaIo {
     }
 
     /**
-     * One sink for everything the graph emits: each record goes to its schema's topic (an
-     * accepted agent record to its accepted topic), keyed host/disk. A write counts once every in-sync copy has it (acks=all; the topics need
+     * A sink for what the graph emits (the live job has one for the accepted agent records, one
+     * for the rest): each record goes to its schema's topic (an accepted agent record to its
+     * accepted topic, as it came), keyed host/disk. A write counts once every in-sync copy has it (acks=all; the topics need
      * min.insync.replicas of them), and the producer's retries never write it twice
      * (idempotence); a checkpoint completes only when everything before it is acknowledged.
      */
@@ -97,10 +98,10 @@ public final class KafkaIo {
 
         @Override
         public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<RawRecord> out) {
-            String text = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
+            byte[] bytes = record.value() == null ? new byte[0] : record.value();
             Header signature = record.headers().lastHeader(HostSignatures.HEADER);
             out.collect(RawRecord.fromTopic(ownTopics ? record.topic() : null,
-                    record.topic() + "/" + record.partition() + "@" + record.offset(), text,
+                    record.topic() + "/" + record.partition() + "@" + record.offset(), bytes,
                     signature == null || signature.value() == null ? null
                             : new String(signature.value(), StandardCharsets.US_ASCII)));
         }
@@ -135,11 +136,11 @@ public final class KafkaIo {
                 tooLarge.inc();
             }
             return record(DeadLetters.of("stream-jobs/sink", r.key, "too large to send: " + bytes + " bytes of " + r.schema
-                    + ", over the " + MAX_RECORD_BYTES + " a record may take", r.json, DeadLetters.wallClockNs()));
+                    + ", over the " + MAX_RECORD_BYTES + " a record may take", r.text(), DeadLetters.wallClockNs()));
         }
 
         private static ProducerRecord<byte[], byte[]> record(OutputRecord r) {
-            return new ProducerRecord<>(Topics.of(r), r.key.getBytes(StandardCharsets.UTF_8), r.json.getBytes(StandardCharsets.UTF_8));
+            return new ProducerRecord<>(Topics.of(r), r.key.getBytes(StandardCharsets.UTF_8), r.utf8());
         }
     }
 }

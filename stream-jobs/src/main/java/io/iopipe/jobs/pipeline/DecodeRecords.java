@@ -15,7 +15,6 @@ import io.iopipe.jobs.records.RecordDecoder;
 import io.iopipe.jobs.records.Topics;
 import io.iopipe.jobs.records.WindowDecoder;
 import com.fasterxml.jackson.databind.JsonNode;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
@@ -77,7 +76,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     public void processElement(RawRecord raw, Context ctx, Collector<DiskRecord> out) {
         long nowNs = DeadLetters.wallClockNs();
         try {
-            JsonNode node = Json.parseObject(raw.text);
+            JsonNode node = raw.bytes != null ? Json.parseObject(raw.bytes) : Json.parseObject(raw.text);
             if (!signedByItsHost(node, raw, ctx, nowNs)) {
                 return;
             }
@@ -97,10 +96,10 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
                 return;
             }
             decoded.inc();
-            ctx.output(Pipeline.ACCEPTED, OutputRecord.acceptedInput(schema, key, raw.text));
+            ctx.output(Pipeline.ACCEPTED, OutputRecord.acceptedInput(schema, key, raw));
         } catch (DecodeException e) {
             deadLettered.inc();
-            ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, e.getMessage(), raw.text, nowNs));
+            ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, e.getMessage(), raw.text(), nowNs));
         }
     }
 
@@ -156,7 +155,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         String refusal;
         try {
             refusal = signatures.refusal(host != null && host.isTextual() ? host.asText() : null,
-                    raw.text.getBytes(StandardCharsets.UTF_8), raw.signature);
+                    raw.utf8(), raw.signature);
         } catch (RuntimeException e) {
             // Whatever a producer sends, it may cost it its record, never the job its task.
             refusal = "the signature could not be checked (" + e.getClass().getSimpleName() + ")";
@@ -166,7 +165,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         }
         unverified.inc();
         deadLettered.inc();
-        ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, "unverified host: " + refusal, raw.text, nowNs));
+        ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, "unverified host: " + refusal, raw.text(), nowNs));
         return false;
     }
 }

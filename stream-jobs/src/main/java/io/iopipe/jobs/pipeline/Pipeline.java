@@ -83,7 +83,24 @@ public final class Pipeline {
         return Topics.records().contains(schema);
     }
 
+    /**
+     * What the graph emits: the agent records it accepted, as they were sent, apart from
+     * everything it made of them (windows, rollups, verdicts, dead letters). The live job
+     * writes the accepted ones where they were decoded, chained there, so the largest
+     * records it handles cross no shuffle on their way to Kafka.
+     */
+    public record Outputs(DataStream<OutputRecord> accepted, DataStream<OutputRecord> derived) {
+        public DataStream<OutputRecord> all() {
+            return derived.union(accepted);
+        }
+    }
+
+    /** Everything the graph emits, as one stream. */
     public static DataStream<OutputRecord> build(DataStream<RawRecord> input, Config config) {
+        return outputs(input, config).all();
+    }
+
+    public static Outputs outputs(DataStream<RawRecord> input, Config config) {
         // Longer windows and the latency rollups are summed from the first windows.
         requireMultiplesOfFirstWindow(config.windowSeconds, "window lengths", config);
         requireMultiplesOfFirstWindow(config.latencyPeriodSeconds, "latency rollup periods", config);
@@ -109,8 +126,7 @@ public final class Pipeline {
                 .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis())).returns(DiskRecordSerializer.TYPE)
                 .name("diskstats deltas").uid("diskstats-deltas");
 
-        DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS)
-                .union(deltas.getSideOutput(DEAD_LETTERS), decoded.getSideOutput(ACCEPTED));
+        DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
         int base = config.windowSeconds.get(0);
         // The deltas send each record on from its own disk's key: keyed as they are, the
         // windows chain to them, and a record crosses no second shuffle, nor is it serialized
@@ -139,7 +155,7 @@ public final class Pipeline {
                     .name(seconds + "s windows").uid("windows-" + seconds + "s");
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
         }
-        return out;
+        return new Outputs(decoded.getSideOutput(ACCEPTED), out);
     }
 
     /**

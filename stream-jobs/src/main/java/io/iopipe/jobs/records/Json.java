@@ -39,8 +39,37 @@ public final class Json {
         if (text == null || text.isBlank()) {
             throw new DecodeException("empty record");
         }
+        try {
+            return parseObject(MAPPER.createParser(text));
+        } catch (IOException e) {
+            throw new IllegalStateException("a string in memory always reads", e);
+        }
+    }
+
+    /** As {@link #parseObject(String)}, from a message's UTF-8 bytes, read as they are (no text made of them first). */
+    public static JsonNode parseObject(byte[] utf8) throws DecodeException {
+        if (isBlank(utf8)) {
+            throw new DecodeException("empty record");
+        }
+        try {
+            return parseObject(MAPPER.createParser(utf8));
+        } catch (IOException e) {
+            throw new IllegalStateException("bytes in memory always read", e);
+        }
+    }
+
+    private static boolean isBlank(byte[] utf8) {
+        for (byte b : utf8) {
+            if (b != ' ' && b != '\t' && b != '\n' && b != '\r') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static JsonNode parseObject(JsonParser opened) throws DecodeException {
         JsonNode node;
-        try (JsonParser parser = MAPPER.createParser(text)) {
+        try (JsonParser parser = opened) {
             node = MAPPER.readTree(parser);
             if (node != null && parser.nextToken() != null) {
                 // What a message holds is passed on whole (to ClickHouse, as JSONEachRow): a
@@ -50,7 +79,7 @@ public final class Json {
         } catch (JsonProcessingException e) {
             throw new DecodeException("not JSON: " + e.getOriginalMessage());
         } catch (IOException e) {
-            throw new IllegalStateException("a string in memory always reads", e);
+            throw new IllegalStateException("input in memory always reads", e);
         }
         if (node == null || !node.isObject()) {
             throw new DecodeException("not a JSON object");

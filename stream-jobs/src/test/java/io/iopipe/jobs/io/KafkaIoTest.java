@@ -1,5 +1,7 @@
 package io.iopipe.jobs.io;
 
+import io.iopipe.jobs.records.RawRecord;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -18,7 +20,7 @@ class KafkaIoTest {
     @Test
     void aRecordTooLargeToSendGoesAsADeadLetterSayingSo() throws Exception {
         String host = "h".repeat(3 * KafkaIo.MAX_REQUEST_BYTES);
-        OutputRecord huge = OutputRecord.acceptedInput("io.hist.v1", host + "/sdb", "{\"host\":\"" + host + "\"}");
+        OutputRecord huge = OutputRecord.acceptedInput("io.hist.v1", host + "/sdb", new RawRecord("test", "{\"host\":\"" + host + "\"}"));
 
         ProducerRecord<byte[], byte[]> sent = new KafkaIo.RouteBySchema().serialize(huge, null, null);
 
@@ -27,18 +29,31 @@ class KafkaIoTest {
         String letter = new String(sent.value(), StandardCharsets.UTF_8);
         assertEquals(Set.of(), SchemaFiles.violations(DeadLetters.SCHEMA, letter));
         JsonNode read = Json.MAPPER.readTree(letter);
-        int bytes = huge.key.getBytes(StandardCharsets.UTF_8).length + huge.json.getBytes(StandardCharsets.UTF_8).length;
+        int bytes = huge.key.getBytes(StandardCharsets.UTF_8).length + huge.text().getBytes(StandardCharsets.UTF_8).length;
         assertTrue(read.get("reason").asText().startsWith("too large to send: " + bytes + " bytes of io.hist.v1"),
                 read.get("reason").asText());
     }
 
     @Test
+    void anAcceptedRecordReadOffKafkaGoesOnByteForByteAsItCame() {
+        // Spacing, escapes and a field order JSON does not care about: a text made of it and
+        // encoded again could differ from what the signature was checked on.
+        byte[] sent = "{ \"schema\":\"io.hist.v1\",  \"host\":\"web-\\u0031\", \"disk\":\"sdb\" }"
+                .getBytes(StandardCharsets.UTF_8);
+        RawRecord read = RawRecord.fromTopic("io.hist.v1", "io.hist.v1/0@7", sent, null);
+        ProducerRecord<byte[], byte[]> passedOn = new KafkaIo.RouteBySchema()
+                .serialize(OutputRecord.acceptedInput("io.hist.v1", "web-1/sdb", read), null, null);
+        assertEquals(Topics.acceptedOf("io.hist.v1"), passedOn.topic());
+        assertArrayEquals(sent, passedOn.value());
+    }
+
+    @Test
     void aRecordWithinTheRequestGoesToItsTopicAsItIs() {
-        OutputRecord largest = OutputRecord.acceptedInput("io.hist.v1", "web-17/sdb",
-                "{\"x\":\"" + "x".repeat(KafkaIo.MAX_RECORD_BYTES - "web-17/sdb".length() - 8) + "\"}");
+        OutputRecord largest = OutputRecord.acceptedInput("io.hist.v1", "web-17/sdb", new RawRecord("test",
+                "{\"x\":\"" + "x".repeat(KafkaIo.MAX_RECORD_BYTES - "web-17/sdb".length() - 8) + "\"}"));
         ProducerRecord<byte[], byte[]> sent = new KafkaIo.RouteBySchema().serialize(largest, null, null);
         assertEquals(Topics.of(largest), sent.topic());
-        assertEquals(largest.json, new String(sent.value(), StandardCharsets.UTF_8));
+        assertEquals(largest.text(), new String(sent.value(), StandardCharsets.UTF_8));
         assertEquals(KafkaIo.MAX_RECORD_BYTES, sent.key().length + sent.value().length);
     }
 }

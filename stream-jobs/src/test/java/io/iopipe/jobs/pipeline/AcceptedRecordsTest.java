@@ -62,11 +62,11 @@ class AcceptedRecordsTest {
             for (JsonNode valid : SchemaFiles.validExamples(schema)) {
                 String text = valid.toString();
                 sentValid.put(text, valid.get("host").asText() + "/" + valid.get("disk").asText());
-                input.add(RawRecord.fromTopic(topic, "valid " + schema, text, null));
+                input.add(RawRecord.fromTopic(topic, "valid " + schema, bytes(text), null));
             }
             for (JsonNode invalid : SchemaFiles.invalidExamples(schema)) {
                 input.add(RawRecord.fromTopic(topic, "invalid " + schema + ": " + invalid.get("why").asText(),
-                        invalid.get("record").toString(), null));
+                        bytes(invalid.get("record").toString()), null));
             }
         }
 
@@ -75,9 +75,9 @@ class AcceptedRecordsTest {
         for (OutputRecord r : run(input)) {
             if (r.acceptedInput) {
                 assertEquals(Topics.acceptedOf(r.schema), Topics.of(r));
-                assertEquals(null, accepted.put(r.json, r.key), "passed on once: " + r.json);
-            } else if (DeadLetters.SCHEMA.equals(r.schema) && r.json.contains(DecodeRecords.STAGE)) {
-                refusedAtDecode.add(r.json);
+                assertEquals(null, accepted.put(r.text(), r.key), "passed on once: " + r.text());
+            } else if (DeadLetters.SCHEMA.equals(r.schema) && r.text().contains(DecodeRecords.STAGE)) {
+                refusedAtDecode.add(r.text());
             }
         }
 
@@ -89,7 +89,7 @@ class AcceptedRecordsTest {
     @Test
     void anAcceptedRecordGoesToItsAcceptedTopicNotBackToTheAgentTopic() {
         for (String schema : AGENT_RECORDS) {
-            OutputRecord passedOn = OutputRecord.acceptedInput(schema, "web-17/sdb", "{}");
+            OutputRecord passedOn = OutputRecord.acceptedInput(schema, "web-17/sdb", new RawRecord("test", "{}"));
             assertEquals(Topics.acceptedOf(schema), Topics.of(passedOn));
             assertEquals(false, Topics.of(passedOn).equals(Topics.forRecord(schema)), schema);
         }
@@ -124,16 +124,16 @@ class AcceptedRecordsTest {
         Map<String, String> accepted = new TreeMap<>();
         Map<String, Integer> refusedAs = new TreeMap<>();
         for (OutputRecord r : run(input, config)) {
-            JsonNode out = Json.MAPPER.readTree(r.json);
+            JsonNode out = Json.MAPPER.readTree(r.text());
             if (r.acceptedInput) {
-                accepted.put(r.json, r.key);
+                accepted.put(r.text(), r.key);
             } else if (DeadLetters.SCHEMA.equals(r.schema) && out.get("reason").asText().startsWith("unverified host: ")) {
                 refusedAs.merge(out.get("source").asText().split(" ")[0], 1, Integer::sum);
             } else if (DeadLetters.SCHEMA.equals(r.schema) && out.get("reason").asText().startsWith("more than one JSON value")) {
                 refusedAs.merge(out.get("source").asText().split(" ")[0], 1, Integer::sum);
             } else {
-                assertFalse(r.json.contains("victim-") || r.json.contains("quiet-") || r.json.contains("smuggled-"),
-                        "went further: " + r.json);
+                assertFalse(r.text().contains("victim-") || r.text().contains("quiet-") || r.text().contains("smuggled-"),
+                        "went further: " + r.text());
             }
         }
 
@@ -156,7 +156,7 @@ class AcceptedRecordsTest {
                 String text = valid.toString();
                 String signature = SIGNATURES.sign(valid.get("host").asText(), bytes(text));
                 for (String topic : AGENT_RECORDS.stream().map(Topics::forRecord).toList()) {
-                    input.add(RawRecord.fromTopic(topic, topic + "/0@" + input.size(), text, signature));
+                    input.add(RawRecord.fromTopic(topic, topic + "/0@" + input.size(), bytes(text), signature));
                     if (topic.equals(Topics.forRecord(schema))) {
                         onItsTopic.add(text);
                     } else {
@@ -171,9 +171,9 @@ class AcceptedRecordsTest {
         int refused = 0;
         for (OutputRecord r : run(input, config)) {
             if (r.acceptedInput) {
-                assertTrue(accepted.add(r.json), "taken twice: " + r.json);
+                assertTrue(accepted.add(r.text()), "taken twice: " + r.text());
             } else if (DeadLetters.SCHEMA.equals(r.schema)) {
-                JsonNode out = Json.MAPPER.readTree(r.json);
+                JsonNode out = Json.MAPPER.readTree(r.text());
                 assertTrue(out.get("reason").asText().contains(" record on topic "), out.toString());
                 refused++;
             }
@@ -215,9 +215,9 @@ class AcceptedRecordsTest {
         for (Pipeline.Config config : List.of(new Pipeline.Config(), signed)) {
             long letters = 0;
             for (OutputRecord r : run(input, config)) {
-                assertTrue(r.acceptedInput || r.key.length() + r.json.length() <= 8 * 1024, r.schema + " of " + r.json.length());
+                assertTrue(r.acceptedInput || r.key.length() + r.text().length() <= 8 * 1024, r.schema + " of " + r.text().length());
                 if (DeadLetters.SCHEMA.equals(r.schema)) {
-                    assertEquals(Set.of(), SchemaFiles.violations(DeadLetters.SCHEMA, r.json), r.json.substring(0, 300));
+                    assertEquals(Set.of(), SchemaFiles.violations(DeadLetters.SCHEMA, r.text()), r.text().substring(0, 300));
                     letters++;
                 }
             }

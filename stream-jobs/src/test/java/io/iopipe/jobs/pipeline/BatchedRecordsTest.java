@@ -1,5 +1,6 @@
 package io.iopipe.jobs.pipeline;
 
+import java.nio.charset.StandardCharsets;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -144,7 +145,8 @@ class BatchedRecordsTest {
 
     private static RawRecord onItsTopic(JsonNode record) {
         String schema = record.get("schema").asText();
-        return RawRecord.fromTopic(Topics.forRecord(schema), schema + " " + record.get("disk").asText(), record.toString(), null);
+        return RawRecord.fromTopic(Topics.forRecord(schema), schema + " " + record.get("disk").asText(),
+                record.toString().getBytes(StandardCharsets.UTF_8), null);
     }
 
     private static List<RawRecord> oneByOne(List<Second> seconds) {
@@ -166,7 +168,7 @@ class BatchedRecordsTest {
         assertEquals(made(run(oneByOne(seconds))), made(fromBatches));
         assertEquals(Set.of(10, 60), windowLengths(fromBatches), "windows of each length came out");
         assertEquals(List.of(), refusedAtDecode(fromBatches));
-        assertEquals(batches.stream().map(r -> Topics.acceptedOf(schemaOf(r.text)) + " " + r.text).sorted().toList(),
+        assertEquals(batches.stream().map(r -> Topics.acceptedOf(schemaOf(r.text())) + " " + r.text()).sorted().toList(),
                 accepted(fromBatches), "each batch passed on once, as sent, to its accepted topic");
     }
 
@@ -235,7 +237,7 @@ class BatchedRecordsTest {
 
     /** The sampled reads in each 10 s window of `disk`, in time order. */
     private static List<Integer> readEventsOfTenSecondWindows(List<OutputRecord> out, String disk) {
-        return out.stream().filter(r -> r.schema.equals("io.window.v1")).map(r -> read(r.json))
+        return out.stream().filter(r -> r.schema.equals("io.window.v1")).map(r -> read(r.text()))
                 .filter(w -> w.get("window_s").asInt() == 10 && w.get("disk").asText().equals(disk))
                 .sorted(java.util.Comparator.comparingLong(w -> w.get("window_start_ns").asLong()))
                 .map(w -> w.get("latency").get("R").get("events").asInt()).toList();
@@ -257,7 +259,7 @@ class BatchedRecordsTest {
      */
     private static List<String> made(List<OutputRecord> out) {
         return out.stream().filter(r -> !r.acceptedInput && !isRefusedAtDecode(r))
-                .map(r -> r.schema + " " + (DeadLetters.SCHEMA.equals(r.schema) ? whatItRefused(r.json) : r.key + " " + r.json))
+                .map(r -> r.schema + " " + (DeadLetters.SCHEMA.equals(r.schema) ? whatItRefused(r.text()) : r.key + " " + r.text()))
                 .sorted().toList();
     }
 
@@ -268,19 +270,19 @@ class BatchedRecordsTest {
     }
 
     private static boolean isRefusedAtDecode(OutputRecord r) {
-        return DeadLetters.SCHEMA.equals(r.schema) && read(r.json).get("stage").asText().equals(DecodeRecords.STAGE);
+        return DeadLetters.SCHEMA.equals(r.schema) && read(r.text()).get("stage").asText().equals(DecodeRecords.STAGE);
     }
 
     private static List<JsonNode> refusedAtDecode(List<OutputRecord> out) {
-        return out.stream().filter(BatchedRecordsTest::isRefusedAtDecode).map(r -> read(r.json)).toList();
+        return out.stream().filter(BatchedRecordsTest::isRefusedAtDecode).map(r -> read(r.text())).toList();
     }
 
     private static List<String> accepted(List<OutputRecord> out) {
-        return out.stream().filter(r -> r.acceptedInput).map(r -> Topics.of(r) + " " + r.json).sorted().toList();
+        return out.stream().filter(r -> r.acceptedInput).map(r -> Topics.of(r) + " " + r.text()).sorted().toList();
     }
 
     private static Set<Integer> windowLengths(List<OutputRecord> out) {
-        return out.stream().filter(r -> r.schema.equals("io.window.v1")).map(r -> read(r.json).get("window_s").asInt())
+        return out.stream().filter(r -> r.schema.equals("io.window.v1")).map(r -> read(r.text()).get("window_s").asInt())
                 .collect(Collectors.toSet());
     }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class JsonTest {
@@ -13,6 +14,35 @@ class JsonTest {
                 () -> Json.parseObject("{\"host\":\"victim\",\"disk\":\"sdb\",\"host\":\"speaker\"}"));
         assertTrue(refused.getMessage().contains("host"), refused.getMessage());
         assertEquals("speaker", Json.parseObject("{\"disk\":\"sdb\",\"host\":\"speaker\"}").get("host").asText());
+    }
+
+    @Test
+    void aMessagesBytesAreReadAsItsTextWouldBe() throws Exception {
+        String own = "{\"host\":\"speaker\",\"disk\":\"sdb\"}";
+        for (String text : new String[] {own, own + " \n", " \t", "", own + own, own + " and more", "[1]", "{\"host\":\"\u00e9\"}",
+                "{\"host\":\"a\",\"host\":\"b\"}"}) {
+            String asText = outcome(() -> Json.parseObject(text));
+            assertEquals(asText, outcome(() -> Json.parseObject(text.getBytes(StandardCharsets.UTF_8))), text);
+        }
+    }
+
+    @Test
+    void aMessageThatIsNotUtf8IsNotJson() {
+        byte[] latin1 = "{\"host\":\"caf\u00e9\"}".getBytes(StandardCharsets.ISO_8859_1);
+        DecodeException refused = assertThrows(DecodeException.class, () -> Json.parseObject(latin1));
+        assertTrue(refused.getMessage().startsWith("not JSON"), refused.getMessage());
+    }
+
+    interface Parse {
+        Object run() throws DecodeException;
+    }
+
+    private static String outcome(Parse parse) {
+        try {
+            return "read " + parse.run();
+        } catch (DecodeException e) {
+            return "refused: " + e.getMessage();
+        }
     }
 
     @Test
