@@ -133,7 +133,7 @@ public final class Pipeline {
         // again, on its way to its windows.
         SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = DataStreamUtils
                 .reinterpretAsKeyedStream(deltas, DiskRecord::key)
-                .process(new DiskWindows(base, config))
+                .process(new DiskWindows(base, config)).returns(DiskWindowSerializer.TYPE)
                 .name(base + "s windows").uid("windows-" + base + "s");
         // Amendments and revisions travel with the windows, so nothing sees one before its window.
         DataStream<DiskWindow> windows = windowsAndAmendments
@@ -152,6 +152,7 @@ public final class Pipeline {
             SingleOutputStreamOperator<DiskWindow> longer = windows
                     .keyBy(DiskWindow::key)
                     .process(new RollUpWindows(seconds, config.diskIdleness.toMillis(), config.diskForgottenAfter.toMillis()))
+                    .returns(DiskWindowSerializer.TYPE)
                     .name(seconds + "s windows").uid("windows-" + seconds + "s");
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
         }

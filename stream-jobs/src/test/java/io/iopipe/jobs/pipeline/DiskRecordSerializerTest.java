@@ -6,10 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
-import java.lang.reflect.Array;
-import java.lang.reflect.Field;
-import java.lang.reflect.Modifier;
-import java.util.Random;
 import org.apache.flink.api.common.serialization.SerializerConfigImpl;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
@@ -27,12 +23,12 @@ import org.junit.jupiter.api.Test;
 class DiskRecordSerializerTest {
     private static final TypeSerializer<DiskRecord> POJO =
             TypeInformation.of(DiskRecord.class).createSerializer(new SerializerConfigImpl());
-    private final Random random = new Random(7);
+    private final RandomlyFilled random = new RandomlyFilled(7);
 
     @Test
     void everyFieldOfEveryPartComesBackAsItWent() throws Exception {
         for (int i = 0; i < 200; i++) {
-            DiskRecord r = filled(DiskRecord.class, 0);
+            DiskRecord r = random.of(DiskRecord.class);
             assertSame(r, roundTrip(r));
         }
     }
@@ -40,7 +36,7 @@ class DiskRecordSerializerTest {
     @Test
     void partsOfTheRecordsOwnDiskComeBackNamingIt() throws Exception {
         for (int i = 0; i < 50; i++) {
-            DiskRecord r = filled(DiskRecord.class, 0);
+            DiskRecord r = random.of(DiskRecord.class);
             for (HistRecord h : r.histograms) {
                 h.host = r.host;
                 h.disk = r.disk;
@@ -59,7 +55,7 @@ class DiskRecordSerializerTest {
     void aRecordWithNoPartsOrNullFieldsComesBack() throws Exception {
         DiskRecord empty = new DiskRecord();
         assertSame(empty, roundTrip(empty));
-        DiskRecord batch = filled(DiskRecord.class, 0);
+        DiskRecord batch = random.of(DiskRecord.class);
         batch.sample = null;
         batch.event = null;
         batch.histograms[0].bucketsLog2Us = null;
@@ -83,7 +79,7 @@ class DiskRecordSerializerTest {
 
     @Test
     void itWritesFewerBytesThanThePojoSerializer() throws Exception {
-        DiskRecord r = filled(DiskRecord.class, 0);
+        DiskRecord r = random.of(DiskRecord.class);
         r.histograms[0].host = r.host;
         r.histograms[0].disk = r.disk;
         r.histograms[0].bucketsLog2Us = new long[64];
@@ -105,54 +101,5 @@ class DiskRecordSerializerTest {
         DataOutputSerializer out = new DataOutputSerializer(1024);
         serializer.serialize(value, out);
         return out.getCopyOfBuffer();
-    }
-
-    /** An instance of `type` with every public field set, at random; nested objects too. */
-    private <T> T filled(Class<T> type, int depth) throws Exception {
-        T value = type.getDeclaredConstructor().newInstance();
-        for (Field f : type.getFields()) {
-            if (!Modifier.isStatic(f.getModifiers())) {
-                f.set(value, valueOf(f.getType(), depth));
-            }
-        }
-        return value;
-    }
-
-    private Object valueOf(Class<?> type, int depth) throws Exception {
-        if (type == String.class) {
-            String[] strings = {"", "sdb", "web-7.example", "nvme0n1", "é→ü", "R", "device", "x".repeat(300)};
-            return strings[random.nextInt(strings.length)] + random.nextInt(1000);
-        }
-        if (type == long.class) {
-            long[] edges = {0, 1, -1, 127, 128, Long.MAX_VALUE, Long.MIN_VALUE, 1_763_700_000_000_000_000L};
-            return random.nextBoolean() ? edges[random.nextInt(edges.length)] : random.nextLong() >> random.nextInt(64);
-        }
-        if (type == int.class) {
-            return random.nextInt();
-        }
-        if (type == boolean.class) {
-            return random.nextBoolean();
-        }
-        if (type == double.class) {
-            return random.nextDouble() * 1000;
-        }
-        if (type == long[].class) {
-            long[] values = new long[random.nextInt(65)];
-            for (int i = 0; i < values.length; i++) {
-                values[i] = (long) valueOf(long.class, depth);
-            }
-            return values;
-        }
-        if (type.isArray()) {
-            Object array = Array.newInstance(type.getComponentType(), 1 + random.nextInt(3));
-            for (int i = 0; i < Array.getLength(array); i++) {
-                Array.set(array, i, filled(type.getComponentType(), depth + 1));
-            }
-            return array;
-        }
-        if (depth > 3) {
-            throw new IllegalStateException("nested too deep at " + type);
-        }
-        return filled(type, depth + 1);
     }
 }
