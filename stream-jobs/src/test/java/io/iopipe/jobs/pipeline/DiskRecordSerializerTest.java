@@ -1,14 +1,10 @@
 package io.iopipe.jobs.pipeline;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
-import org.apache.flink.api.common.serialization.SerializerConfigImpl;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSchemaCompatibility;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputDeserializer;
@@ -21,15 +17,14 @@ import org.junit.jupiter.api.Test;
  * any of them and not to {@link DiskRecordSerializer} fails here.
  */
 class DiskRecordSerializerTest {
-    private static final TypeSerializer<DiskRecord> POJO =
-            TypeInformation.of(DiskRecord.class).createSerializer(new SerializerConfigImpl());
+    private final RoundTrips<DiskRecord> trips = new RoundTrips<>(DiskRecord.class, DiskRecordSerializer.INSTANCE);
     private final RandomlyFilled random = new RandomlyFilled(7);
 
     @Test
     void everyFieldOfEveryPartComesBackAsItWent() throws Exception {
         for (int i = 0; i < 200; i++) {
             DiskRecord r = random.of(DiskRecord.class);
-            assertSame(r, roundTrip(r));
+            trips.assertComesBack(r);
         }
     }
 
@@ -45,8 +40,8 @@ class DiskRecordSerializerTest {
                 e.host = new String(r.host);  // equal, not the same instance
                 e.disk = r.disk;
             }
-            DiskRecord back = roundTrip(r);
-            assertSame(r, back);
+            DiskRecord back = trips.roundTrip(r);
+            trips.assertSame(r, back);
             assertEquals(r.host, back.events[0].host);
         }
     }
@@ -54,14 +49,14 @@ class DiskRecordSerializerTest {
     @Test
     void aRecordWithNoPartsOrNullFieldsComesBack() throws Exception {
         DiskRecord empty = new DiskRecord();
-        assertSame(empty, roundTrip(empty));
+        trips.assertComesBack(empty);
         DiskRecord batch = random.of(DiskRecord.class);
         batch.sample = null;
         batch.event = null;
         batch.histograms[0].bucketsLog2Us = null;
         batch.histograms[0].op = null;
         batch.delta.counters = null;
-        assertSame(batch, roundTrip(batch));
+        trips.assertComesBack(batch);
     }
 
     @Test
@@ -83,23 +78,6 @@ class DiskRecordSerializerTest {
         r.histograms[0].host = r.host;
         r.histograms[0].disk = r.disk;
         r.histograms[0].bucketsLog2Us = new long[64];
-        assertTrue(bytes(DiskRecordSerializer.INSTANCE, r).length < bytes(POJO, r).length);
-    }
-
-    private static DiskRecord roundTrip(DiskRecord r) throws Exception {
-        byte[] written = bytes(DiskRecordSerializer.INSTANCE, r);
-        DiskRecord back = DiskRecordSerializer.INSTANCE.deserialize(new DataInputDeserializer(written));
-        assertArrayEquals(written, bytes(DiskRecordSerializer.INSTANCE, DiskRecordSerializer.INSTANCE.copy(back)));
-        return back;
-    }
-
-    private static void assertSame(DiskRecord expected, DiskRecord actual) throws Exception {
-        assertArrayEquals(bytes(POJO, expected), bytes(POJO, actual), "a field did not come back as it went");
-    }
-
-    private static <T> byte[] bytes(TypeSerializer<T> serializer, T value) throws Exception {
-        DataOutputSerializer out = new DataOutputSerializer(1024);
-        serializer.serialize(value, out);
-        return out.getCopyOfBuffer();
+        assertTrue(RoundTrips.bytes(DiskRecordSerializer.INSTANCE, r).length < RoundTrips.bytes(trips.pojo, r).length);
     }
 }
