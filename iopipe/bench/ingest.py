@@ -1,17 +1,19 @@
 """ClickHouse ingestion from Kafka against the raw Kafka consume rate, side by side: a topic
-of agent histograms (io.hist.v1, in the topic the stream job passes those it accepted on
-to) read by a plain consumer, then by a freshly migrated warehouse, where every Kafka
-table of the topic (the histograms table's) reads all of it. Results: schema/bench/RESULTS-ingest.md.
+of agent intervals (io.interval.v1, as agents send them by default, in the topic the stream
+job passes those it accepted on to) read by a plain consumer, then by a freshly migrated
+warehouse, where every Kafka table of the topic (diskstats, disk_inventory and histograms
+each read it through one of their own) reads all of it. Results: schema/bench/RESULTS-ingest.md.
 
     make bench-ingest   (or: python3 -m iopipe.bench.ingest [--messages 500000 --runs 3
                          --steady-disks 2000 --steady-seconds 60])
 
 Both clocks start before the reader joins its consumer group and stop when the last
-message is read (the consumer) or stored (each table); the ratio to the raw rate is what
-the ClickHouse path costs. The messages are a fleet's histograms, one per disk, op and
-latency kind each second, as agents send them.
+message is read (the consumer) or stored (each table: see STORED); the ratio to the raw
+rate is what the ClickHouse path costs. The messages are a fleet's intervals, one per disk
+each second, each with its diskstats sample and its 2 ops × 3 kinds of histograms, as
+agents send them.
 
-Then a fleet sending steadily: a new database's Kafka tables read a fleet's histograms as
+Then a fleet sending steadily: a new database's Kafka tables read a fleet's intervals as
 they are produced, in real time, and the inserts they made are counted from system.parts
 (each insert makes one part of level 0; merged parts stay listed, inactive, for minutes):
 how many inserts a second each table takes, and how many rows each holds.
@@ -27,15 +29,16 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-from iopipe import readiness, stack
+from iopipe import readiness, record_batches, stack
 from iopipe.kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP
 from iopipe.migrate import Migrator, kafka_tables_of
 from iopipe.paths import REPO
 from iopipe.ports import Ports
 from iopipe.stack_kafka import kafka_client
+from iopipe.synthetic.agent_records import DISKSTATS, HIST
 
-RECORD = "io.hist.v1"
-# ClickHouse reads the histograms the stream job accepted, from the topic it passes them on to.
+RECORD = record_batches.INTERVAL
+# ClickHouse reads the intervals the stream job accepted, from the topic it passes them on to.
 TOPIC = next(t["name"] for t in json.loads((REPO / "schema" / "topics.json").read_text())["accepted"] if t["record"] == RECORD)
 NS = 1_000_000_000
 DISKS = ("sda", "sdb", "sdc", "sdd", "nvme0n1")
@@ -43,29 +46,48 @@ OPS, KINDS = ("R", "W"), ("device", "queue", "total")
 
 
 HISTOGRAMS_PER_DISK_SECOND = len(OPS) * len(KINDS)
-HISTOGRAMS_PER_HOST_SECOND = len(DISKS) * HISTOGRAMS_PER_DISK_SECOND
+INTERVALS_PER_HOST_SECOND = len(DISKS)
+# What a table holds once it has stored a topic's `n` intervals, and how it is counted: a
+# diskstats row an interval, a histograms row a histogram; disk_inventory keeps a row per
+# disk for each block it takes, so it holds the topic once it has every disk (the messages
+# come host by host, so the last host's disks come last).
+STORED = {"diskstats": ("count()", lambda n: n),
+          "histograms": ("count()", lambda n: n * HISTOGRAMS_PER_DISK_SECOND),
+          "disk_inventory": ("uniqExact(host, disk)", lambda n: -(-n // (INTERVALS_PER_HOST_SECOND * 60)) * len(DISKS))}
 
 
-def histogram(i, start_s):
-    """The i-th message of a fleet whose hosts each send 5 disks × 2 ops × 3 kinds a second,
-    a minute of each host after the other."""
-    per_second = HISTOGRAMS_PER_HOST_SECOND
-    host, second, k = i // (per_second * 60), (i // per_second) % 60, i % per_second
-    disk, op, kind = DISKS[k // HISTOGRAMS_PER_DISK_SECOND], OPS[k // len(KINDS) % len(OPS)], KINDS[k % len(KINDS)]
-    buckets = [0] * 21
-    buckets[8 + i % 5], buckets[12] = 40 + i % 17, 3
+def tables_fed():
+    """The tables the topic's Kafka tables fill, each through its view: <table>_kafka, or
+    <table>_from_<records>_kafka where a table is filled from more than one kind of record."""
+    return [t.removesuffix("_kafka").split("_from_")[0] for t in kafka_tables_of(TOPIC)]
+
+
+def interval(i, start_s):
+    """The i-th message of a fleet whose hosts each send an interval of each of their 5 disks
+    a second, with its histograms of 2 ops × 3 kinds, a minute of each host after the other."""
+    host, second, disk = i // (INTERVALS_PER_HOST_SECOND * 60), i // INTERVALS_PER_HOST_SECOND % 60, DISKS[i % len(DISKS)]
     start_ns = (start_s + second) * NS
-    return {"schema": RECORD, "host": f"bench-{host:05d}", "disk": disk, "op": op, "latency": kind,
-            "start_ns": start_ns, "end_ns": start_ns + NS, "buckets_log2_us": buckets,
-            "count": sum(buckets), "sum_us": sum(buckets) * 900, "max_us": 8191, "errors": 0}
+    histograms = []
+    for k, (op, kind) in enumerate((op, kind) for op in OPS for kind in KINDS):
+        buckets = [0] * 21
+        buckets[8 + (i + k) % 5], buckets[12] = 40 + (i + k) % 17, 3
+        histograms.append({"schema": HIST, "host": f"bench-{host:05d}", "disk": disk, "op": op, "latency": kind,
+                           "start_ns": start_ns, "end_ns": start_ns + NS, "buckets_log2_us": buckets,
+                           "count": sum(buckets), "sum_us": sum(buckets) * 900, "max_us": 8191, "errors": 0})
+    ios = (second + 1) * 100
+    sample = {"schema": DISKSTATS, "host": f"bench-{host:05d}", "disk": disk, "ts_ns": start_ns + NS, "rotational": False,
+              "reads_completed": ios, "reads_merged": 0, "sectors_read": ios * 8, "read_time_ms": ios // 2,
+              "writes_completed": ios, "writes_merged": 0, "sectors_written": ios * 8, "write_time_ms": ios // 2,
+              "in_flight": 1, "io_time_ms": ios // 2, "weighted_io_time_ms": ios}
+    return record_batches.fold_interval(sample, histograms)
 
 
-def histogram_producer(brokers):
+def interval_producer(brokers):
     return Producer({**kafka_client(brokers), "linger.ms": 50, "compression.type": "lz4"})
 
 
 def send(producer, record):
-    """Sends a histogram keyed by its disk, waiting while the producer's buffer is full."""
+    """Sends an interval keyed by its disk, waiting while the producer's buffer is full."""
     while True:
         try:
             producer.produce(TOPIC, key=f"{record['host']}/{record['disk']}", value=json.dumps(record))
@@ -75,10 +97,10 @@ def send(producer, record):
 
 
 def produce(brokers, n):
-    producer = histogram_producer(brokers)
+    producer = interval_producer(brokers)
     start_s = int(time.time()) // 60 * 60
     for i in range(n):
-        send(producer, histogram(i, start_s))
+        send(producer, interval(i, start_s))
         if i % 100_000 == 0:
             readiness.say(f"produced {i:,} of {n:,}")
     assert producer.flush(120) == 0, "every message delivered"
@@ -107,14 +129,14 @@ def warehouse_ingest_s(client, brokers, n):
     migrator = Migrator(client, db=db, kafka_brokers=brokers, kafka_group=f"{CLICKHOUSE_GROUP}-{db}", log=lambda _: None)
     started = time.monotonic()
     migrator.up()
-    tables = [t.removesuffix("_kafka") for t in kafka_tables_of(TOPIC)]
+    tables = tables_fed()
     first, done = {}, {}
     while len(done) < len(tables):
         for table in set(tables) - set(done):
             rows = held(client, db, table)
             if rows and table not in first:
                 first[table] = time.monotonic() - started
-            if rows >= n:
+            if rows >= STORED[table][1](n):
                 done[table] = (first[table], time.monotonic() - started)
         if time.monotonic() - started > 900:
             raise SystemExit(f"not all of {n:,} messages stored after 900 s: {done}")
@@ -126,19 +148,20 @@ def warehouse_ingest_s(client, brokers, n):
 def steady_inserts(client, ports, disks, seconds, already):
     """{table: (inserts, rows per insert: mean and least, active parts in a partition at
     most)} for a new database's Kafka tables of the topic while `disks` disks send their
-    histograms, each second's as that second comes, for `seconds` seconds. The tables
-    first take the `already` messages the topic holds; the inserts counted are those made
-    after."""
+    intervals, each second's as that second comes, for `seconds` seconds. The tables first
+    take the `already` messages the topic holds; the inserts counted are those made after
+    (disk_inventory's, once the other tables hold every interval: its disks are the first
+    ones again)."""
     db = f"steady_{uuid.uuid4().hex[:8]}"
     migrator = Migrator(client, db=db, kafka_brokers=ports.certificate_brokers, kafka_group=f"{CLICKHOUSE_GROUP}-{db}",
                         log=lambda _: None)
     migrator.up()
-    tables = [t.removesuffix("_kafka") for t in kafka_tables_of(TOPIC)]
+    tables = tables_fed()
     wait_until_held(client, db, tables, already)
     before = {table: set(part_names(client, db, table)) for table in tables}
-    per_second = disks * HISTOGRAMS_PER_DISK_SECOND
+    per_second = disks
     produce_in_real_time(ports.brokers, per_second, seconds)
-    wait_until_held(client, db, tables, already + per_second * seconds)
+    wait_until_held(client, db, [t for t in tables if t != "disk_inventory"], already + per_second * seconds)
     parts = {table: inserts_into(client, db, table, before[table]) for table in tables}
     migrator.down()
     return parts
@@ -146,7 +169,7 @@ def steady_inserts(client, ports, disks, seconds, already):
 
 def wait_until_held(client, db, tables, n):
     readiness.wait_for(f"{db}'s tables holding {n:,} messages", timeout_s=300,
-                       check=lambda: all(held(client, db, table) >= n for table in tables))
+                       check=lambda: all(held(client, db, table) >= STORED[table][1](n) for table in tables))
 
 
 def part_names(client, db, table):
@@ -155,18 +178,18 @@ def part_names(client, db, table):
 
 
 def first_second_of_minute(j):
-    """histogram()'s index of the fleet's j-th message of a second, as if the first of a minute."""
-    return j // HISTOGRAMS_PER_HOST_SECOND * HISTOGRAMS_PER_HOST_SECOND * 60 + j % HISTOGRAMS_PER_HOST_SECOND
+    """interval()'s index of the fleet's j-th message of a second, as if the first of a minute."""
+    return j // INTERVALS_PER_HOST_SECOND * INTERVALS_PER_HOST_SECOND * 60 + j % INTERVALS_PER_HOST_SECOND
 
 
 def produce_in_real_time(brokers, per_second, seconds):
-    """Each second's histograms of the fleet, sent within that second."""
-    producer = histogram_producer(brokers)
+    """Each second's intervals of the fleet, sent within that second."""
+    producer = interval_producer(brokers)
     start_s = int(time.time())
     began = time.monotonic()
     for second in range(seconds):
         for j in range(per_second):
-            send(producer, histogram(first_second_of_minute(j), start_s + second))
+            send(producer, interval(first_second_of_minute(j), start_s + second))
         producer.poll(0)
         behind = time.monotonic() - began - (second + 1)
         if behind < 0:
@@ -191,16 +214,16 @@ def inserts_into(client, db, table, parts_before):
 
 
 def held(client, db, table):
-    """Messages (histograms) a table holds."""
-    return int(client.rows(f"SELECT count() FROM {db}.{table}")[0][0])
+    """What a table holds, counted as STORED says."""
+    return int(client.rows(f"SELECT {STORED[table][0]} FROM {db}.{table}")[0][0])
 
 
 def steady_report(args, parts):
-    per_second = args.steady_disks * HISTOGRAMS_PER_DISK_SECOND
+    per_second = args.steady_disks
     lines = ["", "## A fleet sending steadily", "",
-             f"{args.steady_disks:,} disks, each sending its {HISTOGRAMS_PER_DISK_SECOND} histograms ({len(OPS)} ops × "
-             f"{len(KINDS)} kinds) "
-             f"every second: {per_second:,} messages/s for {args.steady_seconds} s, produced in real time, read by a "
+             f"{args.steady_disks:,} disks, each sending an interval every second (its diskstats sample and "
+             f"{HISTOGRAMS_PER_DISK_SECOND} histograms, {len(OPS)} ops × {len(KINDS)} kinds): "
+             f"{per_second:,} messages/s for {args.steady_seconds} s, produced in real time, read by a "
              "new database's Kafka tables of the topic once they hold what it held before. Inserts: the table's parts "
              "of level 0 in system.parts made meanwhile (one an insert).", "",
              "| table | inserts | inserts/s | rows per insert, mean | fewest | active parts in a partition, at most |",
@@ -217,10 +240,12 @@ def report(args, n, raw, ingest, out, steady=()):
         "# ClickHouse ingestion from Kafka vs the raw consume rate",
         "",
         f"`make bench-ingest` on this machine ({args.cpus} cores), Kafka and the ClickHouse 18.16 server of the stack, "
-        f"{n:,} io.hist.v1 messages (about {n // 30 // 60:,} hosts × 5 disks × 2 ops × 3 kinds × 60 s), "
+        f"{n:,} {RECORD} messages (about {n // INTERVALS_PER_HOST_SECOND // 60:,} hosts × {len(DISKS)} disks × 60 s, "
+        f"each with its diskstats sample and {HISTOGRAMS_PER_DISK_SECOND} histograms), "
         f"median of {args.runs} runs. Each run: a plain consumer (confluent-kafka, no parsing) reads the topic, "
         f"then a new database is migrated and its Kafka tables of the topic ({len(tables)}), each with its own "
-        "consumer group, read it from the start. Seconds from joining to the last message read or stored; rate = messages / seconds.",
+        "consumer group, read it from the start. Seconds from joining to the last message read or stored (diskstats: a "
+        "row a message; histograms: a row a histogram; disk_inventory: every disk); rate = messages / seconds.",
         "",
         "| reader | seconds | messages/s | vs raw consume | its first row stored after (s) |",
         "|---|---:|---:|---:|---:|",
