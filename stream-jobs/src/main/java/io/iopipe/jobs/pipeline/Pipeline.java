@@ -28,10 +28,10 @@ import org.apache.flink.util.OutputTag;
 /**
  * The job graph, independent of where records come from and go to: the live job
  * wires it between Kafka topics, offline mode between files. Its input is agent records,
- * and windows (io.window.v1) to compare drives with their peers. Everything it emits
- * (windows, latency rollups, anomalies, health, dead letters, and the agent records it
- * accepted, as they were sent) comes out of one stream, told apart by `schema` and
- * `acceptedInput`.
+ * and windows (io.window.v1) to compare drives with their peers. What it emits comes out
+ * of two streams ({@link Outputs}): the agent records it accepted, as they were sent, and
+ * everything it made of them (windows, latency rollups, anomalies, health, dead letters),
+ * told apart by `schema` and `acceptedInput`.
  */
 public final class Pipeline {
     public static final OutputTag<OutputRecord> DEAD_LETTERS = new OutputTag<>("dead-letters") {};
@@ -100,6 +100,7 @@ public final class Pipeline {
         return outputs(input, config).all();
     }
 
+    /** The graph over `input`: the accepted records and the rest, apart. */
     public static Outputs outputs(DataStream<RawRecord> input, Config config) {
         // Longer windows and the latency rollups are summed from the first windows.
         requireMultiplesOfFirstWindow(config.windowSeconds, "window lengths", config);
