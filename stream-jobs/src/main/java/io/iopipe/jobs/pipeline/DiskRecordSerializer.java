@@ -67,7 +67,7 @@ public final class DiskRecordSerializer extends CompactSerializer<DiskRecord> {
             writeHist(out, r.hist, r);
         }
         if (r.event != null) {
-            writeEvent(out, r.event, r);
+            CompactFields.writeEvent(out, r.event, r.host, r.disk);
         }
         if (r.histograms != null) {
             writeCount(out, r.histograms.length);
@@ -78,7 +78,7 @@ public final class DiskRecordSerializer extends CompactSerializer<DiskRecord> {
         if (r.events != null) {
             writeCount(out, r.events.length);
             for (IoEvent e : r.events) {
-                writeEvent(out, e, r);
+                CompactFields.writeEvent(out, e, r.host, r.disk);
             }
         }
     }
@@ -105,7 +105,7 @@ public final class DiskRecordSerializer extends CompactSerializer<DiskRecord> {
             r.hist = readHist(in, r);
         }
         if ((kinds & EVENT) != 0) {
-            r.event = readEvent(in, r);
+            r.event = CompactFields.readEvent(in, r.host, r.disk);
         }
         if ((kinds & HISTOGRAMS) != 0) {
             r.histograms = new HistRecord[readCount(in)];
@@ -116,7 +116,7 @@ public final class DiskRecordSerializer extends CompactSerializer<DiskRecord> {
         if ((kinds & EVENTS) != 0) {
             r.events = new IoEvent[readCount(in)];
             for (int i = 0; i < r.events.length; i++) {
-                r.events[i] = readEvent(in, r);
+                r.events[i] = CompactFields.readEvent(in, r.host, r.disk);
             }
         }
         return r;
@@ -210,13 +210,5 @@ public final class DiskRecordSerializer extends CompactSerializer<DiskRecord> {
         h.maxUs = readSigned(in);
         h.errors = readSigned(in);
         return h;
-    }
-
-    private static void writeEvent(DataOutputView out, IoEvent e, DiskRecord r) throws IOException {
-        CompactFields.writeEvent(out, e, r.host, r.disk);
-    }
-
-    private static IoEvent readEvent(DataInputView in, DiskRecord r) throws IOException {
-        return CompactFields.readEvent(in, r.host, r.disk);
     }
 }

@@ -183,25 +183,37 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         clock.update(c);
     }
 
-    /** Appends the parts just arrived for open windows to their windows' lists, one blind merge a list. */
+    /** Appends the parts just arrived for open windows to their windows' lists. */
     private void keepArrived(DiskClock c) throws Exception {
         if (!c.openRecordsByWindow) {
             openRecordsInOneList.addAll(arrived);
         } else {
-            for (Map.Entry<Integer, List<DiskRecord>> list : byList(arrived).entrySet()) {
-                openRecords.get(list.getKey()).addAll(list.getValue());
-            }
+            appendToTheirLists(arrived);
         }
         arrived.clear();
     }
 
-    /** `records` by the list their windows keep their open records in, each list's in the order they came. */
-    private Map<Integer, List<DiskRecord>> byList(List<DiskRecord> records) {
-        Map<Integer, List<DiskRecord>> lists = new HashMap<>();
+    /**
+     * Appends `records` to the lists their windows keep their open records in, each list's in
+     * the order they came: one blind merge a list, and no sorting out when they all go to one
+     * (a record's parts mostly fall in one window).
+     */
+    private void appendToTheirLists(List<DiskRecord> records) throws Exception {
+        int lists = 0;
         for (DiskRecord r : records) {
-            lists.computeIfAbsent(listOf(accumulate.windowStartMs(r)), i -> new ArrayList<>()).add(r);
+            lists |= 1 << listOf(accumulate.windowStartMs(r));
         }
-        return lists;
+        if (Integer.bitCount(lists) == 1) {
+            openRecords.get(Integer.numberOfTrailingZeros(lists)).addAll(records);
+            return;
+        }
+        Map<Integer, List<DiskRecord>> byList = new HashMap<>();
+        for (DiskRecord r : records) {
+            byList.computeIfAbsent(listOf(accumulate.windowStartMs(r)), i -> new ArrayList<>()).add(r);
+        }
+        for (Map.Entry<Integer, List<DiskRecord>> list : byList.entrySet()) {
+            openRecords.get(list.getKey()).addAll(list.getValue());
+        }
     }
 
     private int listOf(long startMs) {
@@ -290,8 +302,8 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         Iterable<DiskRecord> records = openRecordsInOneList.get();
         fold(records == null ? List.of() : records, windows, stillOpen);
         openRecordsInOneList.clear();
-        for (Map.Entry<Integer, List<DiskRecord>> list : byList(stillOpen).entrySet()) {
-            openRecords.get(list.getKey()).addAll(list.getValue());
+        if (!stillOpen.isEmpty()) {
+            appendToTheirLists(stillOpen);
         }
         c.openRecordsByWindow = true;
     }
