@@ -289,15 +289,20 @@ def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
     """Where a task's threads spend their time on CPU, from Flink's flame graph of it
     (stack samples of its subtasks): the share of the samples each method is on top of the
     stack (self), and the share each of iopipe's methods is anywhere on it (inclusive)."""
-    url = f"{ports.flink_url}/jobs/{job_id}"
-    vertex = next(v["id"] for v in http_json(url)["vertices"] if v["name"] == vertex_name)
-    graph_url = f"{url}/vertices/{vertex}/flamegraph?type=ON_CPU"
+    vertex = next(v["id"] for v in http_json(f"{ports.flink_url}/jobs/{job_id}")["vertices"] if v["name"] == vertex_name)
+    # Only the leading JobManager's REST samples: a standby's asks the leader's
+    # ResourceManager for the TaskManagers' gateways, which cannot cross processes (its log:
+    # NotSerializableException, PekkoInvocationHandler), and its answer stays "waiting".
+    graph_urls = [f"{url}/jobs/{job_id}/vertices/{vertex}/flamegraph?type=ON_CPU" for url in rest_urls(ports)]
     deadline = time.monotonic() + timeout_s
     answer, root = {}, {}
     while not root.get("value") and time.monotonic() < deadline:
         # No data while the samples are taken (endTimestamp -3) or while a subtask is not running (-1).
-        answer = http_json(graph_url)
-        root = answer.get("data") or {}
+        for graph_url in graph_urls:
+            answer = http_json(graph_url)
+            root = answer.get("data") or {}
+            if root.get("value"):
+                break
         time.sleep(2)
     if not root.get("value"):
         say(f"no flame graph of {vertex_name} within {timeout_s} s; its endpoint last said {str(answer)[:200]}")
@@ -317,6 +322,12 @@ def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
     def shares(counts):
         return [(method, n / root["value"]) for method, n in sorted(counts.items(), key=lambda kv: -kv[1])[:top]]
     return {"samples": root["value"], "self": shares(own), "iopipe": shares(within)}
+
+
+def rest_urls(ports):
+    """The REST endpoints of the cluster's JobManagers, the one flink_url names first."""
+    standby = getattr(ports, "flink_2_rest", None)
+    return [ports.flink_url] + ([f"http://127.0.0.1:{standby}"] if standby else [])
 
 
 def profile_task(ports, job_id, vertex_name, into):
