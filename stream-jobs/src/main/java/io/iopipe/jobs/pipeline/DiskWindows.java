@@ -19,6 +19,7 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.TimeDomain;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.util.Collector;
 
 /**
@@ -52,9 +53,9 @@ import org.apache.flink.util.Collector;
  * a window closed before records its disk's other records prove (waited for {@code idleMs},
  * see {@link DiskClock}): they are on their way, not lost.
  *
- * <p>A record for an open window is appended to its window's open records, unread (in
- * RocksDB a blind merge), and folded into its window when the window closes: what a
- * record costs does not grow with what its window holds. Keeping each window whole while
+ * <p>A record for an open window is appended to its window's open records, unread, and
+ * folded into its window when the window closes: what a record costs does not grow with
+ * what its window holds. Keeping each window whole while
  * it filled rewrote it, events and all, on every record, so a disk in flight recording
  * slowed the whole job down exactly when it was failing. Each window's records have a list
  * of their own (one of {@link #OPEN_RECORD_LISTS}, in turn), so a window closing reads its
@@ -64,11 +65,18 @@ import org.apache.flink.util.Collector;
  * taken part by part, in the order sent, exactly as its parts sent one by one and read at
  * the same moment would be: each moves the disk's clock, is late or not, closes windows
  * and is counted as a duplicate or not as it would alone, and its parts may fall in two
- * windows. Only the state is touched once per batch, not once per part: the disk's clock
- * is read once and written once, and the parts for open windows are appended together, one
- * blind merge in RocksDB. The open records hold parts, never batches.
+ * windows. The open records hold parts, never batches.
+ *
+ * <p>Between snapshots a disk's clock and the records it took for its open windows are kept
+ * on the heap ({@link Held}), and written to its keyed state as a barrier reaches the
+ * operator, before the snapshot ({@link Operator}): a record touches no state of its own, and
+ * a window that closes between two checkpoints reads from state only what was written before
+ * the first. A snapshot holds all the disk took before its barrier, as if each record had
+ * been written as it came. Read and written in RocksDB at each record, the clock was most of
+ * what the windows cost on a loaded cluster, and each checkpoint flushed every version of it
+ * and every open record since the last, those of windows closed meanwhile too.
  */
-public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
+public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
     private final long lengthMs;
     private final long outOfOrdernessMs;
     private final long kindIdleMs;
@@ -113,6 +121,8 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      */
     private transient MapState<Long, DiskWindow> closedOnSilence;
     private transient ValueState<DiskClock> clock;
+    /** By disk: what it changed since its state was last written (see the class). */
+    private transient Map<String, Held> held;
     private transient Counter duplicates;
     private transient Counter closedIdle;
     private transient Counter lateHistogramsRolledUp;
@@ -133,7 +143,12 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      */
     private transient long firstRecordAtMs = DiskClock.NONE;
 
-    public DiskWindows(int windowSeconds, Pipeline.Config config) {
+    /** The operator that runs windows of `windowSeconds`: the only one that writes back what they hold on the heap. */
+    public static Operator operator(int windowSeconds, Pipeline.Config config) {
+        return new Operator(new DiskWindows(windowSeconds, config));
+    }
+
+    private DiskWindows(int windowSeconds, Pipeline.Config config) {
         this.lengthMs = windowSeconds * 1000L;
         this.outOfOrdernessMs = config.outOfOrderness.toMillis();
         this.kindIdleMs = config.kindIdleness.toMillis();
@@ -164,55 +179,113 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         closedIdle = getRuntimeContext().getMetricGroup().counter("windows_closed_idle_total");
         lateHistogramsRolledUp = getRuntimeContext().getMetricGroup().counter("late_histograms_rolled_up_total");
         arrived = new ArrayList<>();
+        held = new HashMap<>();
+    }
+
+    /**
+     * Runs DiskWindows, and writes what it holds on the heap to its keyed state before each
+     * snapshot, as a barrier reaches it: a checkpoint or savepoint holds all it took before.
+     */
+    public static final class Operator extends KeyedProcessOperator<String, DiskRecord, DiskWindow> {
+        private Operator(DiskWindows windows) {
+            super(windows);
+        }
+
+        @Override
+        public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+            super.prepareSnapshotPreBarrier(checkpointId);
+            ((DiskWindows) userFunction).writeBack(this::setCurrentKey);
+        }
+    }
+
+    /**
+     * A disk's clock, read from its state at its first record or timer since the last
+     * snapshot, and the parts it took for its open windows since, each window's list of them
+     * as {@link #listOf} keeps them in state.
+     */
+    private static final class Held {
+        final DiskClock clock;
+        /** Whether the clock changed since it was read. */
+        boolean clockChanged;
+        @SuppressWarnings("unchecked")
+        final List<DiskRecord>[] records = new List[OPEN_RECORD_LISTS];
+
+        Held(DiskClock clock) {
+            this.clock = clock;
+        }
+    }
+
+    /** Writes each disk's clock and open records held on the heap to its state, then lets them go. */
+    private void writeBack(KeySetter toKey) throws Exception {
+        for (Map.Entry<String, Held> disk : held.entrySet()) {
+            toKey.setCurrentKey(disk.getKey());
+            Held h = disk.getValue();
+            if (h.clockChanged) {
+                clock.update(h.clock);
+            }
+            for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
+                if (h.records[list] != null) {
+                    openRecords.get(list).addAll(h.records[list]);
+                }
+            }
+        }
+        // Read again from state after the snapshot: the heap backend's copy on write keeps
+        // the snapshot's copy apart only from objects read after it.
+        held.clear();
+    }
+
+    /** How the operator points the keyed state at a disk. */
+    @FunctionalInterface
+    private interface KeySetter {
+        void setCurrentKey(Object key);
     }
 
     @Override
     public void processElement(DiskRecord r, Context ctx, Collector<DiskWindow> out) throws Exception {
-        DiskClock c = clock();
+        Held h = held(ctx.getCurrentKey());
+        DiskClock c = h.clock;
         long nowMs = ctx.timerService().currentProcessingTime();
         startedAt(nowMs);
         if (firstRecordAtMs == DiskClock.NONE) {
             firstRecordAtMs = nowMs;
         }
         for (DiskRecord part : r.parts()) {
-            take(part, c, nowMs, ctx, out);
+            take(part, h, nowMs, ctx, out);
         }
         if (!arrived.isEmpty()) {
-            keepArrived(c);
+            keepArrived(h);
         }
-        clock.update(c);
+        h.clockChanged = true;
     }
 
-    /** Appends the parts just arrived for open windows to their windows' lists. */
-    private void keepArrived(DiskClock c) throws Exception {
-        if (!c.openRecordsByWindow) {
+    /** The disk's clock and open records as the heap holds them, its clock read from state if not held yet. */
+    private Held held(String key) throws Exception {
+        Held h = held.get(key);
+        if (h == null) {
+            h = new Held(clockFromState());
+            held.put(key, h);
+        }
+        return h;
+    }
+
+    /** Keeps the parts just arrived for open windows with their windows' records. */
+    private void keepArrived(Held h) throws Exception {
+        if (!h.clock.openRecordsByWindow) {
             openRecordsInOneList.addAll(arrived);
         } else {
-            appendToTheirLists(arrived);
+            appendToTheirLists(h, arrived);
         }
         arrived.clear();
     }
 
-    /**
-     * Appends `records` to the lists their windows keep their open records in, each list's in
-     * the order they came: one blind merge a list, and no sorting out when they all go to one
-     * (a record's parts mostly fall in one window).
-     */
-    private void appendToTheirLists(List<DiskRecord> records) throws Exception {
-        int lists = 0;
+    /** Appends `records` to the lists their windows keep their open records in, each list's in the order they came. */
+    private void appendToTheirLists(Held h, List<DiskRecord> records) {
         for (DiskRecord r : records) {
-            lists |= 1 << listOf(accumulate.windowStartMs(r));
-        }
-        if (Integer.bitCount(lists) == 1) {
-            openRecords.get(Integer.numberOfTrailingZeros(lists)).addAll(records);
-            return;
-        }
-        Map<Integer, List<DiskRecord>> byList = new HashMap<>();
-        for (DiskRecord r : records) {
-            byList.computeIfAbsent(listOf(accumulate.windowStartMs(r)), i -> new ArrayList<>()).add(r);
-        }
-        for (Map.Entry<Integer, List<DiskRecord>> list : byList.entrySet()) {
-            openRecords.get(list.getKey()).addAll(list.getValue());
+            int list = listOf(accumulate.windowStartMs(r));
+            if (h.records[list] == null) {
+                h.records[list] = new ArrayList<>();
+            }
+            h.records[list].add(r);
         }
     }
 
@@ -220,8 +293,9 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         return Math.floorMod(Math.floorDiv(startMs, lengthMs), OPEN_RECORD_LISTS);
     }
 
-    /** One record, or one part of a batch, as if it came alone; the disk's clock `c` is written back once the batch is taken. */
-    private void take(DiskRecord r, DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out) throws Exception {
+    /** One record, or one part of a batch, as if it came alone. */
+    private void take(DiskRecord r, Held h, long nowMs, Context ctx, Collector<DiskWindow> out) throws Exception {
+        DiskClock c = h.clock;
         long tsMs = Math.floorDiv(r.tsNs, 1_000_000L);
         long startMs = accumulate.windowStartMs(r);
         c.saw(r, tsMs, nowMs, kindIdleMs);
@@ -239,7 +313,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         } else {
             add(r, startMs, c, ctx);
         }
-        advance(c, nowMs, ctx, out, false);
+        advance(h, nowMs, ctx, out, false);
     }
 
     private void add(DiskRecord r, long startMs, DiskClock c, Context ctx) throws Exception {
@@ -255,13 +329,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      * records, then those just arrived), a resent record once; the records of the windows
      * still open are kept.
      */
-    private Map<Long, DiskWindow> foldClosing(long[] closing, DiskClock c) throws Exception {
+    private Map<Long, DiskWindow> foldClosing(long[] closing, Held h) throws Exception {
         Map<Long, DiskWindow> windows = new HashMap<>();
         for (long startMs : closing) {
             windows.put(startMs, openedByEarlierBuild(startMs));
         }
-        if (!c.openRecordsByWindow) {
-            moveOutOfOneList(windows, c);
+        if (!h.clock.openRecordsByWindow) {
+            moveOutOfOneList(windows, h);
         }
         int lists = 0;  // a bit for each list a closing window keeps its records in
         for (long startMs : closing) {
@@ -269,7 +343,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         }
         for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
             if ((lists & 1 << list) != 0) {
-                foldList(openRecords.get(list), windows);
+                foldList(list, h, windows);
             }
         }
         List<DiskRecord> arrivedStillOpen = new ArrayList<>();
@@ -279,16 +353,22 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         return windows;
     }
 
-    /** Folds the closing windows' records in `list`; keeps the others' (a window sharing the list), else clears it. */
-    private void foldList(ListState<DiskRecord> list, Map<Long, DiskWindow> windows) throws Exception {
+    /**
+     * Folds the closing windows' records in list `list`, those written to state before those
+     * held since; the heap keeps the others' (a window sharing the list) until written back.
+     */
+    private void foldList(int list, Held h, Map<Long, DiskWindow> windows) throws Exception {
         List<DiskRecord> stillOpen = new ArrayList<>();
-        Iterable<DiskRecord> records = list.get();
-        fold(records == null ? List.of() : records, windows, stillOpen);
-        if (stillOpen.isEmpty()) {
-            list.clear();
-        } else {
-            list.update(stillOpen);
+        ListState<DiskRecord> written = openRecords.get(list);
+        Iterable<DiskRecord> records = written.get();
+        if (records != null && records.iterator().hasNext()) {
+            fold(records, windows, stillOpen);
+            written.clear();
         }
+        if (h.records[list] != null) {
+            fold(h.records[list], windows, stillOpen);
+        }
+        h.records[list] = stillOpen.isEmpty() ? null : stillOpen;
     }
 
     /**
@@ -297,15 +377,13 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      * Nothing was added to those lists meanwhile (see {@link #keepArrived}), so each keeps
      * its records in the order they came.
      */
-    private void moveOutOfOneList(Map<Long, DiskWindow> windows, DiskClock c) throws Exception {
+    private void moveOutOfOneList(Map<Long, DiskWindow> windows, Held h) throws Exception {
         List<DiskRecord> stillOpen = new ArrayList<>();
         Iterable<DiskRecord> records = openRecordsInOneList.get();
         fold(records == null ? List.of() : records, windows, stillOpen);
         openRecordsInOneList.clear();
-        if (!stillOpen.isEmpty()) {
-            appendToTheirLists(stillOpen);
-        }
-        c.openRecordsByWindow = true;
+        appendToTheirLists(h, stillOpen);
+        h.clock.openRecordsByWindow = true;
     }
 
     private void fold(Iterable<DiskRecord> records, Map<Long, DiskWindow> windows, List<DiskRecord> stillOpen) {
@@ -421,11 +499,12 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      * at every record: a backlog read after its kept window's end (a job restored, a Kafka
      * outage over) makes one revision at the next check, not one for each of its records.
      */
-    private void advance(DiskClock c, long nowMs, Context ctx, Collector<DiskWindow> out, boolean revise) throws Exception {
+    private void advance(Held h, long nowMs, Context ctx, Collector<DiskWindow> out, boolean revise) throws Exception {
+        DiskClock c = h.clock;
         long watermark = c.watermark(outOfOrdernessMs, kindIdleMs, idleMs, nowMs, inputResumedAtMs(nowMs));
         if (watermark > c.closedThroughMs) {
             c.closedThroughMs = watermark;
-            closeUpTo(watermark, c, Closing.ON_ITS_CLOCK, ctx, out);
+            closeUpTo(watermark, h, Closing.ON_ITS_CLOCK, ctx, out);
         }
         if (revise && c.keptOnSilence > 0 && watermark != DiskClock.NONE) {
             reviseUpTo(c, watermark, watermark - allowedLatenessMs, out);
@@ -437,7 +516,7 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
         c.checkAtMs = atMs;
     }
 
-    private DiskClock clock() throws Exception {
+    private DiskClock clockFromState() throws Exception {
         DiskClock c = clock.value();
         if (c == null) {
             return DiskClock.ofNewDisk();
@@ -460,9 +539,10 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
      * the disk's clock before records its disk owes for it have come; the last of those
      * closed on silence says its disk fell silent after it.
      */
-    private void closeUpTo(long clockMs, DiskClock c, Closing why, Context ctx, Collector<DiskWindow> out) throws Exception {
+    private void closeUpTo(long clockMs, Held h, Closing why, Context ctx, Collector<DiskWindow> out) throws Exception {
+        DiskClock c = h.clock;
         long[] closing = c.closeOpenEndingBy(clockMs, lengthMs);
-        Map<Long, DiskWindow> windows = closing.length == 0 ? Map.of() : foldClosing(closing, c);
+        Map<Long, DiskWindow> windows = closing.length == 0 ? Map.of() : foldClosing(closing, h);
         for (long startMs : closing) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
             DiskWindow w = windows.get(startMs);
@@ -512,13 +592,14 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
 
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
-        DiskClock c = clock();
+        Held h = held(ctx.getCurrentKey());
+        DiskClock c = h.clock;
+        h.clockChanged = true;
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
-            closeUpTo(timestamp + 1, c, Closing.AT_END_OF_INPUT, ctx, out);
+            closeUpTo(timestamp + 1, h, Closing.AT_END_OF_INPUT, ctx, out);
             if (c.revisionDue) {
                 reviseUpTo(c, timestamp + 1, Long.MIN_VALUE, out);
             }
-            clock.update(c);
             return;
         }
         c.checkAtMs = DiskClock.NONE;
@@ -532,13 +613,14 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
                 // The disk went quiet: close what it sent, and move its clock past it so a straggler is not a second window.
                 long lastEndMs = c.lastOpenEndMs(lengthMs);
                 c.closedThroughMs = Math.max(c.closedThroughMs, lastEndMs);
-                closeUpTo(lastEndMs, c, Closing.ON_SILENCE, ctx, out);
+                closeUpTo(lastEndMs, h, Closing.ON_SILENCE, ctx, out);
                 closedIdle.inc();
             }
         } else if (c.hasOpenWindows() || c.revisionDue) {
-            advance(c, timestamp, ctx, out, true);
+            advance(h, timestamp, ctx, out, true);
         }
         if (silentMs >= forgetAfterMs) {
+            held.remove(ctx.getCurrentKey());
             clock.clear();
             closedHistograms.clear();
             closedOnSilence.clear();
@@ -550,6 +632,5 @@ public class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWi
             return;
         }
         checkAt(c, !c.hasOpenWindows() && !c.revisionDue ? heardMs + forgetAfterMs : timestamp + kindIdleMs, ctx);
-        clock.update(c);
     }
 }

@@ -134,8 +134,8 @@ public final class Pipeline {
         // again, on its way to its windows.
         SingleOutputStreamOperator<DiskWindow> windowsAndAmendments = DataStreamUtils
                 .reinterpretAsKeyedStream(deltas, DiskRecord::key)
-                .process(new DiskWindows(base, config)).returns(DiskWindowSerializer.TYPE)
-                .name(base + "s windows").uid("windows-" + base + "s");
+                .transform(base + "s windows", DiskWindowSerializer.TYPE, DiskWindows.operator(base, config))
+                .uid("windows-" + base + "s");
         // Amendments and revisions travel with the windows, so nothing sees one before its window.
         DataStream<DiskWindow> windows = windowsAndAmendments
                 .filter(w -> !w.amendsClosedWindow && w.revision == 0).name(base + "s windows, not amendments")

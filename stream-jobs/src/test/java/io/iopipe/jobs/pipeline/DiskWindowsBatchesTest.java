@@ -220,7 +220,7 @@ class DiskWindowsBatchesTest {
                             return operatorMetrics;
                         }
                     }).build();
-            harness = new KeyedOneInputStreamOperatorTestHarness<>(new KeyedProcessOperator<>(new DiskWindows(WINDOW_SECONDS, config)),
+            harness = new KeyedOneInputStreamOperatorTestHarness<>(DiskWindows.operator(WINDOW_SECONDS, config),
                     DiskRecord::key, Types.STRING, environment);
             if (backend.rocksDb()) {
                 harness.setStateBackend(new EmbeddedRocksDBStateBackend());
@@ -267,7 +267,9 @@ class DiskWindowsBatchesTest {
             assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers(), "nor timers");
         }
 
+        /** A checkpoint or savepoint as a barrier takes it: the operator first writes what it holds on the heap to its state. */
         OperatorSubtaskState snapshot(long id, long atMs) throws Exception {
+            harness.prepareSnapshotPreBarrier(id);
             if (backend == Backend.ROCKSDB_CANONICAL_SAVEPOINT) {
                 return harness.snapshotWithLocalState(id, atMs, SavepointType.savepoint(SavepointFormatType.CANONICAL))
                         .getJobManagerOwnedState();

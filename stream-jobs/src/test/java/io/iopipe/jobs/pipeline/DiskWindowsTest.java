@@ -47,7 +47,7 @@ class DiskWindowsTest {
         config.diskForgottenAfter = Duration.ofMinutes(10);
         config.kindIdleness = Duration.ofSeconds(10);
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new DiskWindows((int) WINDOW_S, config)), DiskRecord::key, Types.STRING);
+                DiskWindows.operator((int) WINDOW_S, config), DiskRecord::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.open();
     }
@@ -57,11 +57,17 @@ class DiskWindowsTest {
         harness.close();
     }
 
+    /** A checkpoint as a barrier takes it: the operator first writes what it holds on the heap to its state. */
+    private OperatorSubtaskState checkpoint(long id, long atMs) throws Exception {
+        harness.prepareSnapshotPreBarrier(id);
+        return harness.snapshot(id, atMs);
+    }
+
     /** The operator again, from the state `snapshot` holds: a job restored from a checkpoint or savepoint. */
     private void restoreFrom(OperatorSubtaskState snapshot) throws Exception {
         harness.close();
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new DiskWindows((int) WINDOW_S, config)), DiskRecord::key, Types.STRING);
+                DiskWindows.operator((int) WINDOW_S, config), DiskRecord::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.initializeState(snapshot);
         harness.open();
@@ -472,7 +478,7 @@ class DiskWindowsTest {
             second("web-1", T0_MS + s * SECOND_MS, 10);
         }
         feed(event("web-1", T0_MS + 11 * SECOND_MS, 10));
-        OperatorSubtaskState checkpoint = harness.snapshot(1L, 0L);
+        OperatorSubtaskState checkpoint = checkpoint(1L, 0L);
         restoreFrom(checkpoint);
         for (long s = 12; s <= 21; s++) {  // 12 s again: the replay from the checkpoint's offsets
             second("web-1", T0_MS + s * SECOND_MS, 10);
@@ -733,7 +739,7 @@ class DiskWindowsTest {
         open();
         int cut = 45;
         play(script.subList(0, cut));
-        OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
+        OperatorSubtaskState checkpoint = checkpoint(cut, script.get(cut - 1).atMs());
         List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
         restoreFrom(checkpoint);
         readAgain.play(script.subList(cut, script.size()), script.get(cut - 1).atMs());
@@ -761,7 +767,7 @@ class DiskWindowsTest {
                 close();
                 open();
                 play(script.subList(0, cut));
-                OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
+                OperatorSubtaskState checkpoint = checkpoint(cut, script.get(cut - 1).atMs());
                 play(script.subList(cut, Math.min(script.size() - 1, cut + failedAfter)));
                 List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
                 restoreFrom(checkpoint);
@@ -853,7 +859,7 @@ class DiskWindowsTest {
             close();
             open();
             play(script.subList(0, cut));
-            OperatorSubtaskState checkpoint = harness.snapshot(cut, script.get(cut - 1).atMs());
+            OperatorSubtaskState checkpoint = checkpoint(cut, script.get(cut - 1).atMs());
             play(script.subList(cut, failedAt));
             List<DiskWindow> sent = new java.util.ArrayList<>(harness.extractOutputValues());
             java.util.Map<Long, DiskRecord> late = new java.util.HashMap<>();
