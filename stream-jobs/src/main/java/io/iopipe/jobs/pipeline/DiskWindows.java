@@ -19,7 +19,6 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.TimeDomain;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
-import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.util.Collector;
 
 /**
@@ -69,14 +68,15 @@ import org.apache.flink.util.Collector;
  *
  * <p>Between snapshots a disk's clock and the records it took for its open windows are kept
  * on the heap ({@link Held}), and written to its keyed state as a barrier reaches the
- * operator, before the snapshot ({@link Operator}): a record touches no state of its own, and
+ * operator, before the snapshot ({@link WritingBack}): a record touches no state of its own, and
  * a window that closes between two checkpoints reads from state only what was written before
  * the first. A snapshot holds all the disk took before its barrier, as if each record had
  * been written as it came. Read and written in RocksDB at each record, the clock was most of
  * what the windows cost on a loaded cluster, and each checkpoint flushed every version of it
  * and every open record since the last, those of windows closed meanwhile too.
  */
-public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow> {
+public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow>
+        implements WritingBack.Function {
     private final long lengthMs;
     private final long outOfOrdernessMs;
     private final long kindIdleMs;
@@ -143,9 +143,9 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
      */
     private transient long firstRecordAtMs = DiskClock.NONE;
 
-    /** The operator that runs windows of `windowSeconds`: the only one that writes back what they hold on the heap. */
-    public static Operator operator(int windowSeconds, Pipeline.Config config) {
-        return new Operator(new DiskWindows(windowSeconds, config));
+    /** The operator that runs windows of `windowSeconds`: it writes back what they hold on the heap. */
+    public static WritingBack<DiskRecord, DiskWindow> operator(int windowSeconds, Pipeline.Config config) {
+        return new WritingBack<>(new DiskWindows(windowSeconds, config));
     }
 
     private DiskWindows(int windowSeconds, Pipeline.Config config) {
@@ -183,22 +183,6 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     }
 
     /**
-     * Runs DiskWindows, and writes what it holds on the heap to its keyed state before each
-     * snapshot, as a barrier reaches it: a checkpoint or savepoint holds all it took before.
-     */
-    public static final class Operator extends KeyedProcessOperator<String, DiskRecord, DiskWindow> {
-        private Operator(DiskWindows windows) {
-            super(windows);
-        }
-
-        @Override
-        public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
-            super.prepareSnapshotPreBarrier(checkpointId);
-            ((DiskWindows) userFunction).writeBack(this::setCurrentKey);
-        }
-    }
-
-    /**
      * A disk's clock, read from its state at its first record or timer since the last
      * snapshot, and the parts it took for its open windows since, each window's list of them
      * as {@link #listOf} keeps them in state.
@@ -216,7 +200,8 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     }
 
     /** Writes each disk's clock and open records held on the heap to its state, then lets them go. */
-    private void writeBack(KeySetter toKey) throws Exception {
+    @Override
+    public void writeBack(WritingBack.KeySetter toKey) throws Exception {
         for (Map.Entry<String, Held> disk : held.entrySet()) {
             toKey.setCurrentKey(disk.getKey());
             Held h = disk.getValue();
@@ -232,12 +217,6 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         // Read again from state after the snapshot: the heap backend's copy on write keeps
         // the snapshot's copy apart only from objects read after it.
         held.clear();
-    }
-
-    /** How the operator points the keyed state at a disk. */
-    @FunctionalInterface
-    private interface KeySetter {
-        void setCurrentKey(Object key);
     }
 
     @Override

@@ -4,7 +4,6 @@ import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DiskstatsSample;
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -29,27 +28,52 @@ import org.apache.flink.util.Collector;
  * <p>It sends on only records of the disk it is taking a record of, and nothing from its
  * timers: its output is keyed as its input was, which the windows chained to it rely on
  * ({@link Pipeline}).
+ *
+ * <p>Its state stays on the heap between snapshots ({@link HeldValue}): an interval costs no
+ * read or write of RocksDB.
  */
-public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRecord, DiskRecord> {
+public final class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRecord, DiskRecord>
+        implements WritingBack.Function {
     static final String STAGE = "stream-jobs/diskstats-deltas";
     private final long idleMs;
-    private transient ValueState<DiskstatsSample> lastSample;
+    private transient HeldValue<DiskstatsSample> lastSample;
+    private transient HeldValue<Long> lastHeardMs;
+    private transient HeldValue<Long> checkAtMs;
     private transient Silence silence;
     private transient Counter duplicates;
     private transient Counter outOfOrder;
     private transient Counter counterResets;
 
-    public DiskstatsToDeltas(long idleMs) {
+    /** The operator that runs the deltas, forgetting a disk silent for `idleMs`: it writes back what they hold on the heap. */
+    public static WritingBack<DiskRecord, DiskRecord> operator(long idleMs) {
+        return new WritingBack<>(new DiskstatsToDeltas(idleMs));
+    }
+
+    private DiskstatsToDeltas(long idleMs) {
         this.idleMs = idleMs;
     }
 
     @Override
     public void open(OpenContext openContext) {
-        lastSample = getRuntimeContext().getState(new ValueStateDescriptor<>("last-sample", DiskstatsSample.class));
-        silence = new Silence(getRuntimeContext());
+        lastSample = new HeldValue<>(getRuntimeContext().getState(new ValueStateDescriptor<>("last-sample", DiskstatsSample.class)));
+        lastHeardMs = new HeldValue<>(getRuntimeContext().getState(Silence.lastHeardState()));
+        checkAtMs = new HeldValue<>(getRuntimeContext().getState(Silence.checkAtState()));
+        silence = new Silence(lastHeardMs, checkAtMs);
         duplicates = getRuntimeContext().getMetricGroup().counter("diskstats_duplicates_total");
         outOfOrder = getRuntimeContext().getMetricGroup().counter("diskstats_out_of_order_total");
         counterResets = getRuntimeContext().getMetricGroup().counter("diskstats_counter_resets_total");
+    }
+
+    @Override
+    public void writeBack(WritingBack.KeySetter toKey) throws Exception {
+        HeldValue.writeBack(toKey, lastSample, lastHeardMs, checkAtMs);
+    }
+
+    /** Points the held state at the disk being taken. */
+    private void atDisk(String key) {
+        lastSample.of(key);
+        lastHeardMs.of(key);
+        checkAtMs.of(key);
     }
 
     @Override
@@ -58,6 +82,7 @@ public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRecord, 
             out.collect(r);
             return;
         }
+        atDisk(ctx.getCurrentKey());
         DiskRecord onward = DiskRecord.ofInterval(delta(r.sample, ctx), r.histograms);
         if (onward != null) {
             out.collect(onward);
@@ -93,6 +118,7 @@ public class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRecord, 
 
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskRecord> out) throws Exception {
+        atDisk(ctx.getCurrentKey());
         if (silence.silentForMs(ctx.timerService()) >= idleMs) {
             lastSample.clear();
             silence.clear();

@@ -124,8 +124,8 @@ public final class Pipeline {
         // disk's records reach its windows in the order they were read, whatever their kind.
         SingleOutputStreamOperator<DiskRecord> deltas = decoded
                 .keyBy(DiskRecord::key)
-                .process(new DiskstatsToDeltas(config.diskForgottenAfter.toMillis())).returns(DiskRecordSerializer.TYPE)
-                .name("diskstats deltas").uid("diskstats-deltas");
+                .transform("diskstats deltas", DiskRecordSerializer.TYPE, DiskstatsToDeltas.operator(config.diskForgottenAfter.toMillis()))
+                .uid("diskstats-deltas");
 
         DataStream<OutputRecord> out = decoded.getSideOutput(DEAD_LETTERS).union(deltas.getSideOutput(DEAD_LETTERS));
         int base = config.windowSeconds.get(0);

@@ -16,8 +16,21 @@ final class Silence {
     private final ValueState<Long> checkAtMs;
 
     Silence(RuntimeContext runtime) {
-        lastHeardMs = runtime.getState(new ValueStateDescriptor<>("last-heard-ms", Long.class));
-        checkAtMs = runtime.getState(new ValueStateDescriptor<>("silence-check-at-ms", Long.class));
+        this(runtime.getState(lastHeardState()), runtime.getState(checkAtState()));
+    }
+
+    /** Silence kept in `lastHeardMs` and `checkAtMs`: the states {@link #lastHeardState} and {@link #checkAtState} name, or values held of them. */
+    Silence(ValueState<Long> lastHeardMs, ValueState<Long> checkAtMs) {
+        this.lastHeardMs = lastHeardMs;
+        this.checkAtMs = checkAtMs;
+    }
+
+    static ValueStateDescriptor<Long> lastHeardState() {
+        return new ValueStateDescriptor<>("last-heard-ms", Long.class);
+    }
+
+    static ValueStateDescriptor<Long> checkAtState() {
+        return new ValueStateDescriptor<>("silence-check-at-ms", Long.class);
     }
 
     /**

@@ -9,7 +9,7 @@ import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.OutputRecord;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.AfterEach;
@@ -26,7 +26,7 @@ class DiskstatsToDeltasTest {
     @BeforeEach
     void open() throws Exception {
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new DiskstatsToDeltas(DISK_FORGOTTEN_AFTER_MS)), DiskRecord::key, Types.STRING);
+                DiskstatsToDeltas.operator(DISK_FORGOTTEN_AFTER_MS), DiskRecord::key, Types.STRING);
         harness.open();
     }
 
@@ -183,10 +183,34 @@ class DiskstatsToDeltasTest {
         feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
         assertEquals(1, harness.numProcessingTimeTimers(), "one timer per disk, not one per sample");
         harness.setProcessingTime(DISK_FORGOTTEN_AFTER_MS);
-        assertTrue(harness.numKeyedStateEntries() > 0, "heard from a second later: not silent long enough yet");
+        assertTrue(stateEntriesAtACheckpoint(1) > 0, "heard from a second later: not silent long enough yet");
         assertEquals(1, harness.numProcessingTimeTimers());
         harness.setProcessingTime(ONE_SECOND_MS + DISK_FORGOTTEN_AFTER_MS);
         assertEquals(0, harness.numProcessingTimeTimers());
-        assertEquals(0, harness.numKeyedStateEntries());
+        assertEquals(0, stateEntriesAtACheckpoint(2));
+    }
+
+    /** The keyed state a checkpoint taken now holds: the operator writes what it holds on the heap first, as at a barrier. */
+    private int stateEntriesAtACheckpoint(long checkpointId) throws Exception {
+        harness.prepareSnapshotPreBarrier(checkpointId);
+        return harness.numKeyedStateEntries();
+    }
+
+    /** Each disk's last sample comes back with a checkpoint: the first sample after a restore makes a delta, not a class. */
+    @Test
+    void theLastSampleOfEachDiskComesBackWithACheckpoint() throws Exception {
+        feed(sample(FIRST_SAMPLE_MS, 100));
+        feed(sample(FIRST_SAMPLE_MS + ONE_SECOND_MS, 107));
+        harness.prepareSnapshotPreBarrier(1L);
+        OperatorSubtaskState checkpoint = harness.snapshot(1L, 0L);
+        harness.close();
+        harness = new KeyedOneInputStreamOperatorTestHarness<>(
+                DiskstatsToDeltas.operator(DISK_FORGOTTEN_AFTER_MS), DiskRecord::key, Types.STRING);
+        harness.initializeState(checkpoint);
+        harness.open();
+        feed(sample(FIRST_SAMPLE_MS + 2 * ONE_SECOND_MS, 117));
+        assertEquals(List.of(10L), sent().stream().map(d -> d.counters.readsCompleted).toList(),
+                "the interval from the checkpoint's last sample, not the disk taken for new");
+        assertEquals(1, harness.numProcessingTimeTimers(), "and its check for silence");
     }
 }
