@@ -279,6 +279,12 @@ def busiest_tasks(ports, job_id, count=3):
     return sorted(tasks, reverse=True)[:count]
 
 
+def bottleneck(busiest):
+    """The task the others wait for: the busiest one that is not itself mostly waiting on
+    a task after it (back-pressured for less than half its busy time)."""
+    return next((name for busy, pressed, name in busiest if pressed < busy / 2), busiest[0][2])
+
+
 def per_mille(metrics, name):
     """A ms-per-second metric; Flink says "NaN" for a subtask that has not measured it yet."""
     value = float(metrics.get(name, 0))
@@ -332,7 +338,9 @@ def rest_urls(ports):
 
 def profile_task(ports, job_id, vertex_name, into):
     try:
-        into.update(hot_frames(ports, job_id, vertex_name) or {})
+        frames = hot_frames(ports, job_id, vertex_name)
+        if frames:
+            into.update(frames, task=vertex_name)
     except urllib.error.URLError as error:  # the figures still stand without it
         say(f"no flame graph of {vertex_name}: {error}")
 
@@ -452,7 +460,7 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
                 # Flink publishes task metrics some seconds late: the latest snapshot that has them.
                 busiest = [t for t in busiest_tasks(cluster.ports, job_id) if t[0] or t[1]] or busiest
                 if busiest and profiler is None:
-                    profiler = threading.Thread(target=profile_task, args=(cluster.ports, job_id, busiest[0][2], profile),
+                    profiler = threading.Thread(target=profile_task, args=(cluster.ports, job_id, bottleneck(busiest), profile),
                                                 daemon=True)
                     profiler.start()
             say(f"{disks:,} disks, {running_s:.0f} s: {samples[-1][1]:,} produced, {samples[-1][2]:,} checkpointed "
@@ -589,13 +597,13 @@ def insert_rows(inserts):
 
 def profile_rows(profile):
     if not profile:
-        return ["| the busiest task on CPU (Flink's flame graph) | - |"]
+        return ["| the task the others wait for, on CPU (Flink's flame graph) | - |"]
 
     def listed(shares):
         # Class.method of a frame; a native or unknown frame ("[unknown]", "libc.so") as it is named.
         return "; ".join(f"{'.'.join(method.rsplit('.', 2)[-2:])} {share:.0%}" for method, share in shares)
-    return [f"| the busiest task on CPU, of {profile['samples']:,} stack samples: methods on top (self) | "
-            f"{listed(profile['self'])} |",
+    return [f"| the task the others wait for (the busiest not back-pressured for half its busy time), on CPU: "
+            f"{profile['task']}, {profile['samples']:,} stack samples: methods on top (self) | {listed(profile['self'])} |",
             f"| the same samples: iopipe's methods anywhere on the stack (inclusive) | {listed(profile['iopipe'])} |"]
 
 
