@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -55,6 +56,7 @@ OUT = JOBS / "bench" / "RESULTS-fleet.md"
 # The sizing of a TARGET_DISKS fleet the results give, as infra/tests/test_k8s_manifests.py reads it.
 SIZING = JOBS / "bench" / "fleet-sizing.json"
 WARM_UP_S = 30
+THREAD_SAMPLE_S = 10
 POLL_S = 1
 PROGRESS_EVERY_S = 10
 PROBE_HOSTS = 16
@@ -383,6 +385,47 @@ def cpu_by_container(project):
     return {name.removeprefix(f"{project}_").removesuffix("_1"): share for name, share in shares}
 
 
+def cluster_containers(project):
+    return subprocess.run(["docker", "ps", "--filter", f"name={project}_", "--format", "{{.Names}}"],
+                          capture_output=True, text=True).stdout.split()
+
+
+def thread_ticks(container):
+    """The CPU time (user and system, in clock ticks) each of a container's threads has
+    used so far, by (thread name, thread id). A Java thread's name is its Flink task's,
+    cut to 15 characters ("diskstats delta", "Source: agent t"), or the JVM's ("C2
+    CompilerThre", "GC Thread#0")."""
+    stats = subprocess.run(["docker", "exec", container, "sh", "-c", "cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null"],
+                           capture_output=True, text=True).stdout
+    return dict(parse_thread_stat(line) for line in stats.splitlines() if ")" in line)
+
+
+def parse_thread_stat(line):
+    """((name, tid), ticks) of a line of /proc/<pid>/task/<tid>/stat. The name may hold
+    spaces and parentheses: it runs from the first "(" to the last ")"; utime and stime are
+    the 14th and 15th fields."""
+    tid, rest = line.split(" (", 1)
+    name, after = rest.rsplit(") ", 1)
+    fields = after.split()  # the 3rd field on
+    return (name, int(tid)), int(fields[11]) + int(fields[12])
+
+
+def cpu_by_thread(containers, seconds=THREAD_SAMPLE_S, top=14):
+    """Where the machine's cores go: the CPU share of each kind of thread (its name, digits
+    dropped) of each container over `seconds`, the largest first."""
+    before = {c: thread_ticks(c) for c in containers}
+    started = time.monotonic()
+    time.sleep(seconds)
+    after = {c: thread_ticks(c) for c in containers}
+    elapsed_ticks = (time.monotonic() - started) * os.sysconf("SC_CLK_TCK")
+    shares = {}
+    for c in containers:
+        for (name, tid), ticks in after[c].items():
+            kind = (c, re.sub(r"\d+", "#", name))
+            shares[kind] = shares.get(kind, 0) + (ticks - before[c].get((name, tid), 0)) / elapsed_ticks
+    return sorted(shares.items(), key=lambda kv: -kv[1])[:top]
+
+
 # ---------------------------------------------------------------- one fleet size
 
 def run_size(cluster, disks, seconds, records):
@@ -434,6 +477,7 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
     samples, cpu, busiest, stopped, limited_by, last_progress, done_at = [], {}, [], None, None, time.monotonic(), None
     profile = {}  # filled by a thread of its own: sampling takes a while, the loop must not wait
     profiler = None
+    threads = []  # as the profile
     while True:
         time.sleep(POLL_S)
         now = time.monotonic()
@@ -454,6 +498,8 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
         samples.append((running_s, produced, consumed, lag_s))
         if not cpu and running_s > WARM_UP_S:
             cpu = cpu_by_container(cluster.project)
+            threading.Thread(target=lambda: threads.extend(cpu_by_thread(cluster_containers(cluster.project))),
+                             daemon=True).start()
         if now - last_progress >= PROGRESS_EVERY_S:
             last_progress = now
             if running_s > WARM_UP_S:
@@ -475,7 +521,7 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
             say(f"{disks:,} disks: {stopped}")
             break
     run = summarize(samples, checkpoints, windows, replay, start_ms)
-    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, busiest=busiest, profile=dict(profile),
+    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, threads=list(threads), busiest=busiest, profile=dict(profile),
                logged_failures=checkpoint_failures_logged(cluster, job_id))
     return run
 
@@ -544,6 +590,18 @@ def figure(value, unit="", digits=0):
     return "-" if value is None else f"{value:,.{digits}f}{unit}"
 
 
+def threads_listed(threads):
+    """`kafka-2 data-plane-kafk 22%`: a container (its service), a kind of thread, its share of a core."""
+    if not threads:
+        return "-"
+    return ", ".join(f"{service(container)} {name} {share:.0%}" for (container, name), share in threads)
+
+
+def service(container):
+    """A compose container's service: kafka-2 of iopipe-bench-fleet-ab12_kafka-2_1."""
+    return container.split("_")[-2] if container.count("_") >= 2 else container
+
+
 def size_table(run):
     ratio = run["consumed_rate"] / run["plain_rate"] if run["plain_rate"] else None
     cpu = ", ".join(f"{name} {share}" for name, share in sorted(run["cpu"].items()))
@@ -576,6 +634,8 @@ def size_table(run):
         f"{figure(run['latency_p50_s'], ' s', 1)} / {figure(run['latency_p99_s'], ' s', 1)} |",
         f"| run | {run['stopped'] or 'to the end of the records'} ({run['seconds_run']:.0f} s of sending measured) |",
         f"| CPU by container after {WARM_UP_S} s (docker stats) | {cpu or '-'} |",
+        f"| CPU by thread then, over {THREAD_SAMPLE_S} s (/proc of each container): the container's threads of a "
+        f"name, share of a core | {threads_listed(run.get('threads'))} |",
         f"| the job's busiest tasks then: busy / back-pressured, of the busiest subtask | {busiest or '-'} |",
         *profile_rows(run.get("profile")),
         *insert_rows(run.get("inserts")),
