@@ -64,13 +64,38 @@ public class DiskClock {
      * have), until its next window closes and moves them.
      */
     public boolean openRecordsByWindow;
+    /**
+     * Starts of the closed windows whose histograms DiskWindows keeps for late ones, ascending:
+     * forgotten without reading the state's keys at every close. Null in a clock restored
+     * from a build that did not keep them (a field its state did not have) until they are
+     * read once from the state's keys.
+     */
+    public long[] closedHistogramStarts;
 
     /** The clock of a disk not heard before. */
     public static DiskClock ofNewDisk() {
         DiskClock c = new DiskClock();
         c.openStarts = new long[0];
         c.openRecordsByWindow = true;
+        c.closedHistogramStarts = new long[0];
         return c;
+    }
+
+    /** Notes that the window starting at `startMs`, after every other noted, keeps its histograms. */
+    void keepsHistogramsOf(long startMs) {
+        closedHistogramStarts = Arrays.copyOf(closedHistogramStarts, closedHistogramStarts.length + 1);
+        closedHistogramStarts[closedHistogramStarts.length - 1] = startMs;
+    }
+
+    /** Removes and returns the starts of the windows of `lengthMs` keeping histograms that ended at or before `closedMs`. */
+    long[] histogramsClosedBy(long closedMs, long lengthMs) {
+        int past = 0;
+        while (past < closedHistogramStarts.length && closedHistogramStarts[past] + lengthMs <= closedMs) {
+            past++;
+        }
+        long[] forgotten = Arrays.copyOf(closedHistogramStarts, past);
+        closedHistogramStarts = Arrays.copyOfRange(closedHistogramStarts, past, closedHistogramStarts.length);
+        return forgotten;
     }
 
     boolean hasOpenWindows() {

@@ -388,6 +388,15 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         return w;
     }
 
+    /** The closed windows keeping their histograms, as the state's keys say: for a clock of a build that did not note them. */
+    private long[] closedHistogramStartsInState() throws Exception {
+        List<Long> starts = new ArrayList<>();
+        for (Long startMs : closedHistograms.keys()) {
+            starts.add(startMs);
+        }
+        return starts.stream().mapToLong(Long::longValue).sorted().toArray();
+    }
+
     /** Counts as open the windows an earlier build kept whole: they close as the others do. */
     private void adoptWindowsOfEarlierBuilds(DiskClock c) throws Exception {
         for (Long startMs : openWindowsOfEarlierBuilds.keys()) {
@@ -504,6 +513,9 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
             c.openStarts = new long[0];
             adoptWindowsOfEarlierBuilds(c);
         }
+        if (c.closedHistogramStarts == null) {
+            c.closedHistogramStarts = closedHistogramStartsInState();
+        }
         return c;
     }
 
@@ -532,22 +544,17 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
                 w = w.copy();
             } else if (allowedLatenessMs > 0) {
                 closedHistograms.put(startMs, new HashSet<>(w.seenHistograms));
+                c.keepsHistogramsOf(startMs);
             }
             accumulate.stamped(w, startMs);
             w.lastBeforeSilence = silent && startMs == closing[closing.length - 1];
             out.collect(w);
         }
-        forgetHistogramsClosedBefore(clockMs - allowedLatenessMs);
+        forgetHistogramsClosedBy(clockMs - allowedLatenessMs, c);
     }
 
-    private void forgetHistogramsClosedBefore(long closedMs) throws Exception {
-        List<Long> past = new ArrayList<>();
-        for (Long startMs : closedHistograms.keys()) {
-            if (startMs + lengthMs <= closedMs) {
-                past.add(startMs);
-            }
-        }
-        for (long startMs : past) {
+    private void forgetHistogramsClosedBy(long closedMs, DiskClock c) throws Exception {
+        for (long startMs : c.histogramsClosedBy(closedMs, lengthMs)) {
             closedHistograms.remove(startMs);
         }
     }
