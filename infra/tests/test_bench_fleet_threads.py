@@ -1,4 +1,5 @@
 """bench-fleet's reading of where the cores go: threads' CPU time from /proc, and the task it profiles."""
+from iopipe.bench import scale
 from iopipe.bench.scale import bottleneck, parse_thread_stat, service
 
 
@@ -22,3 +23,23 @@ def test_the_task_profiled_is_the_busiest_not_mostly_back_pressured():
 def test_a_container_is_named_by_its_service():
     assert service("iopipe-bench-fleet-ab12_kafka-2_1") == "kafka-2"
     assert service("flink-taskmanager-1") == "flink-taskmanager-1"
+
+
+def test_a_jdk_method_on_top_is_named_with_the_caller_it_worked_for(monkeypatch):
+    def frame(name, value, *children):
+        return {"name": name, "value": value, "children": list(children)}
+    tree = frame("root", 10, frame("org.apache.flink.runtime.taskmanager.Task.run:1", 10,
+                                   frame("org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailboxImpl.put:3", 6,
+                                         frame("java.util.concurrent.locks.ReentrantLock.signal:2", 6,
+                                               frame("jdk.internal.misc.Unsafe.unpark:1", 6))),
+                                   frame("io.iopipe.jobs.pipeline.DiskWindows.take:4", 4)))
+    monkeypatch.setattr(scale, "http_json", lambda url: {"vertices": [{"id": "v", "name": "windows"}]}
+                        if url.endswith("/jobs/job") else {"data": tree})
+
+    class Ports:
+        flink_url = "http://127.0.0.1:1"
+    profile = scale.hot_frames(Ports(), "job", "windows", timeout_s=1)
+    assert profile["self"] == [("jdk.internal.misc.Unsafe.unpark", 0.6), ("io.iopipe.jobs.pipeline.DiskWindows.take", 0.4)]
+    assert profile["iopipe"] == [("io.iopipe.jobs.pipeline.DiskWindows.take", 0.4)]
+    (row, _) = scale.profile_rows(dict(profile, task="windows"))
+    assert "Unsafe.unpark 60% (from TaskMailboxImpl.put); DiskWindows.take 40% |" in row

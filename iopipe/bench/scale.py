@@ -311,25 +311,32 @@ def hot_frames(ports, job_id, vertex_name, top=6, timeout_s=90):
             root = answer.get("data") or {}
             if root.get("value"):
                 break
-        time.sleep(2)
+        else:
+            time.sleep(2)
     if not root.get("value"):
         say(f"no flame graph of {vertex_name} within {timeout_s} s; its endpoint last said {str(answer)[:200]}")
         return None
-    own, within = {}, {}
+    own, within, callers = {}, {}, {}
 
-    def walk(node, above):
+    def walk(node, path):
         method = node["name"].rsplit(":", 1)[0]  # frames name a line: count the method
         below = sum(child["value"] for child in node.get("children", []))
-        own[method] = own.get(method, 0) + node["value"] - below
-        if method.startswith("io.iopipe.") and method not in above:
+        if node["value"] > below:
+            own[method] = own.get(method, 0) + node["value"] - below
+            # Who it was doing it for: its nearest caller outside the JDK (a JDK lock's unpark, for Flink's mailbox).
+            caller = next((m for m in reversed(path) if not m.startswith(("java.", "jdk.", "sun."))), None)
+            by_caller = callers.setdefault(method, {})
+            by_caller[caller] = by_caller.get(caller, 0) + node["value"] - below
+        if method.startswith("io.iopipe.") and method not in path:
             within[method] = within.get(method, 0) + node["value"]
         for child in node.get("children", []):
-            walk(child, above | {method})
-    walk(root, frozenset())
+            walk(child, path + (method,))
+    walk(root, ())
 
     def shares(counts):
         return [(method, n / root["value"]) for method, n in sorted(counts.items(), key=lambda kv: -kv[1])[:top]]
-    return {"samples": root["value"], "self": shares(own), "iopipe": shares(within)}
+    return {"samples": root["value"], "self": shares(own), "iopipe": shares(within),
+            "callers": {method: max(by, key=by.get) for method, by in callers.items() if method.startswith(("java.", "jdk.", "sun."))}}
 
 
 def rest_urls(ports):
@@ -659,11 +666,18 @@ def profile_rows(profile):
     if not profile:
         return ["| the task the others wait for, on CPU (Flink's flame graph) | - |"]
 
-    def listed(shares):
+    def short(method):
         # Class.method of a frame; a native or unknown frame ("[unknown]", "libc.so") as it is named.
-        return "; ".join(f"{'.'.join(method.rsplit('.', 2)[-2:])} {share:.0%}" for method, share in shares)
+        return '.'.join(method.rsplit('.', 2)[-2:])
+
+    def listed(shares, callers=None):
+        # A JDK method named with the caller it worked for most: Unsafe.unpark (from TaskMailboxImpl.put).
+        return "; ".join(f"{short(method)} {share:.0%}"
+                         + (f" (from {short(callers[method])})" if callers and callers.get(method) else "")
+                         for method, share in shares)
     return [f"| the task the others wait for (the busiest not back-pressured for half its busy time), on CPU: "
-            f"{profile['task']}, {profile['samples']:,} stack samples: methods on top (self) | {listed(profile['self'])} |",
+            f"{profile['task']}, {profile['samples']:,} stack samples: methods on top (self) | "
+            f"{listed(profile['self'], profile.get('callers'))} |",
             f"| the same samples: iopipe's methods anywhere on the stack (inclusive) | {listed(profile['iopipe'])} |"]
 
 
