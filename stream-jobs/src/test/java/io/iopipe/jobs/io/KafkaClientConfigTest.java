@@ -55,6 +55,8 @@ class KafkaClientConfigTest {
         assertEquals("iopipe-stream-jobs", source.getProperty("group.id"));
         assertEquals("all", sink.getProperty("acks"));
         assertEquals("true", sink.getProperty("enable.idempotence"));
+        assertEquals(String.valueOf(256 * 1024), sink.getProperty("batch.size"), "requests of many records, not a dozen");
+        assertEquals("50", sink.getProperty("linger.ms"));
     }
 
     /** The file cannot change what KafkaIo relies on; a key KafkaIo (or its connector) takes up is reserved here. */
