@@ -89,13 +89,19 @@ public class DiskClock {
 
     /** Removes and returns the starts of the windows of `lengthMs` keeping histograms that ended at or before `closedMs`. */
     long[] histogramsClosedBy(long closedMs, long lengthMs) {
-        int past = 0;
-        while (past < closedHistogramStarts.length && closedHistogramStarts[past] + lengthMs <= closedMs) {
-            past++;
-        }
+        int past = endingBy(closedHistogramStarts, closedMs, lengthMs);
         long[] forgotten = Arrays.copyOf(closedHistogramStarts, past);
         closedHistogramStarts = Arrays.copyOfRange(closedHistogramStarts, past, closedHistogramStarts.length);
         return forgotten;
+    }
+
+    /** How many of `starts` (ascending), of windows of `lengthMs`, end at or before `byMs`. */
+    private static int endingBy(long[] starts, long byMs, long lengthMs) {
+        int n = 0;
+        while (n < starts.length && starts[n] + lengthMs <= byMs) {
+            n++;
+        }
+        return n;
     }
 
     boolean hasOpenWindows() {
@@ -124,10 +130,7 @@ public class DiskClock {
 
     /** Removes and returns, ascending, the starts of the open windows of `lengthMs` ending at or before `clockMs`. */
     long[] closeOpenEndingBy(long clockMs, long lengthMs) {
-        int due = 0;
-        while (due < openStarts.length && openStarts[due] + lengthMs <= clockMs) {
-            due++;
-        }
+        int due = endingBy(openStarts, clockMs, lengthMs);
         long[] closing = Arrays.copyOf(openStarts, due);
         openStarts = Arrays.copyOfRange(openStarts, due, openStarts.length);
         return closing;
