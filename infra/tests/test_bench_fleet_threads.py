@@ -1,16 +1,34 @@
 """bench-fleet's reading of where the cores go: threads' CPU time from /proc, and the task it profiles."""
+import os
+
 from iopipe.bench import scale
-from iopipe.bench.scale import bottleneck, parse_thread_stat, service
+from iopipe.bench.scale import bottleneck, parse_schedstat, parse_thread_stat, service
 
 
-def stat(tid, name, utime, stime):
-    return f"{tid} ({name}) R 1 1 1 0 -1 4194368 120 0 3 0 {utime} {stime} 0 0 20 0 40 0 1000 0 0"
+def stat(tid, name):
+    return f"{tid} ({name}) R 1 1 1 0 -1 4194368 120 0 3 0 99 1 0 0 20 0 40 0 1000 0 0"
 
 
-def test_a_threads_cpu_time_is_its_user_and_system_ticks_whatever_its_name_holds():
-    assert parse_thread_stat(stat(77, "Source: agent t", 99, 1)) == (("Source: agent t", 77), 100)
-    assert parse_thread_stat(stat(78, "C2 CompilerThre", 1500, 230)) == (("C2 CompilerThre", 78), 1730)
-    assert parse_thread_stat(stat(79, "odd) (name", 5, 6)) == (("odd) (name", 79), 11)
+def test_a_threads_name_is_read_whatever_it_holds():
+    assert parse_thread_stat(stat(77, "Source: agent t")) == (77, "Source: agent t")
+    assert parse_thread_stat(stat(78, "C2 CompilerThre")) == (78, "C2 CompilerThre")
+    assert parse_thread_stat(stat(79, "odd) (name")) == (79, "odd) (name")
+
+
+def test_a_threads_times_on_a_cpu_and_waiting_for_one_are_its_schedstat():
+    assert parse_schedstat("/proc/1/task/58/schedstat:330673942 1463677386 9476") == (58, (330673942, 1463677386))
+
+
+def test_each_kind_of_thread_is_summed_over_its_threads_and_the_machines_cores_are_read(monkeypatch):
+    reads = iter([{("C2 CompilerThre", 1): (0, 0), ("C1 CompilerThre", 2): (0, 0)},
+                  {("C2 CompilerThre", 1): (4e8, 1e8), ("C1 CompilerThre", 2): (2e8, 0), ("C2 CompilerThre", 3): (1e8, 0)}])
+    monkeypatch.setattr(scale, "thread_times", lambda container: next(reads))
+    threads, (busy, iowait, idle) = scale.cpu_by_thread(["tm"], seconds=0.5)
+    (kind, (on_cpu, waiting)), = threads
+    assert kind == ("tm", "C# CompilerThre")
+    assert 0.7 / 0.6 < on_cpu < 0.7 / 0.5 and 0.1 / 0.6 < waiting < 0.1 / 0.5, (on_cpu, waiting)
+    assert 0 <= busy and 0 <= iowait and 0 <= idle and busy + iowait + idle <= (os.cpu_count() or 1) * 1.5
+    assert scale.threads_listed(threads).startswith("tm C# CompilerThre ")
 
 
 def test_the_task_profiled_is_the_busiest_not_mostly_back_pressured():

@@ -354,6 +354,21 @@ def profile_task(ports, job_id, vertex_name, into):
         say(f"no flame graph of {vertex_name}: {error}")
 
 
+def checkpoint_phases(ports, job_id, vertex_name, checkpoints):
+    """Where the task's subtasks spent the last completed checkpoints, in ms, the mean over
+    those checkpoints of their slowest subtask: the barrier's wait to reach them (start
+    delay), aligning their inputs, and the synchronous part (the task stops processing:
+    RocksDB flushes its memtables and links its files) and the asynchronous one."""
+    vertex = next(v["id"] for v in http_json(f"{ports.flink_url}/jobs/{job_id}")["vertices"] if v["name"] == vertex_name)
+    phases = {"start delay": [], "alignment": [], "sync": [], "async": []}
+    for checkpoint in checkpoints:
+        summary = http_json(f"{ports.flink_url}/jobs/{job_id}/checkpoints/details/{checkpoint['id']}/subtasks/{vertex}")["summary"]
+        for name, stats in (("start delay", summary["start_delay"]), ("alignment", summary["alignment"]["duration"]),
+                            ("sync", summary["checkpoint_duration"]["sync"]), ("async", summary["checkpoint_duration"]["async"])):
+            phases[name].append(stats["max"])
+    return {name: statistics.mean(values) for name, values in phases.items() if values}
+
+
 def checkpoint_failures_logged(cluster, job_id, most=2):
     """The JobManagers' log lines on the job's failed checkpoints, each with its cause (the
     next line): where the reason of a checkpoint declined at its trigger is written."""
@@ -397,40 +412,62 @@ def cluster_containers(project):
                           capture_output=True, text=True).stdout.split()
 
 
-def thread_ticks(container):
-    """The CPU time (user and system, in clock ticks) each of a container's threads has
-    used so far, by (thread name, thread id). A Java thread's name is its Flink task's,
-    cut to 15 characters ("diskstats delta", "Source: agent t"), or the JVM's ("C2
+def thread_times(container):
+    """The time each of a container's threads has spent so far on a CPU and waiting for
+    one (runnable, not running), in ns, by (thread name, thread id): the kernel's
+    /proc/<pid>/task/<tid>/schedstat, named by its stat. A Java thread's name is its Flink
+    task's, cut to 15 characters ("diskstats delta", "Source: agent t"), or the JVM's ("C2
     CompilerThre", "GC Thread#0")."""
-    stats = subprocess.run(["docker", "exec", container, "sh", "-c", "cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null"],
-                           capture_output=True, text=True).stdout
-    return dict(parse_thread_stat(line) for line in stats.splitlines() if ")" in line)
+    out = subprocess.run(["docker", "exec", container, "sh", "-c",
+                          "cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null; echo ==; "
+                          "grep -H '' /proc/[0-9]*/task/[0-9]*/schedstat 2>/dev/null"],
+                         capture_output=True, text=True).stdout
+    stats, _, schedstats = out.partition("\n==\n")
+    names = dict(parse_thread_stat(line) for line in stats.splitlines() if ")" in line)
+    times = dict(parse_schedstat(line) for line in schedstats.splitlines() if ":" in line)
+    return {(names[tid], tid): times[tid] for tid in names.keys() & times.keys()}
 
 
 def parse_thread_stat(line):
-    """((name, tid), ticks) of a line of /proc/<pid>/task/<tid>/stat. The name may hold
-    spaces and parentheses: it runs from the first "(" to the last ")"; utime and stime are
-    the 14th and 15th fields."""
+    """(tid, name) of a line of /proc/<pid>/task/<tid>/stat. The name may hold spaces and
+    parentheses: it runs from the first "(" to the last ")"."""
     tid, rest = line.split(" (", 1)
-    name, after = rest.rsplit(") ", 1)
-    fields = after.split()  # the 3rd field on
-    return (name, int(tid)), int(fields[11]) + int(fields[12])
+    return int(tid), rest.rsplit(") ", 1)[0]
+
+
+def parse_schedstat(line):
+    """(tid, (ns on a CPU, ns waiting for one)) of `grep -H` of /proc/<pid>/task/<tid>/schedstat."""
+    path, fields = line.split(":", 1)
+    on_cpu_ns, waiting_ns, _ = fields.split()
+    return int(path.split("/")[4]), (int(on_cpu_ns), int(waiting_ns))
+
+
+def machine_ticks():
+    """The machine's CPU time so far, in clock ticks: (busy, waiting on I/O with nothing to
+    run, idle), from /proc/stat (the containers share its kernel)."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
+    return user + nice + system + irq + softirq + steal, iowait, idle
 
 
 def cpu_by_thread(containers, seconds=THREAD_SAMPLE_S, top=14):
-    """Where the machine's cores go: the CPU share of each kind of thread (its name, digits
-    dropped) of each container over `seconds`, the largest first."""
-    before = {c: thread_ticks(c) for c in containers}
+    """Where the machine's cores go: for each kind of thread (its name, digits dropped) of
+    each container, its share of a core on a CPU and waiting for one, over `seconds`, the
+    most on a CPU first; and the machine's cores busy, waiting on I/O and idle."""
+    before, machine_before = {c: thread_times(c) for c in containers}, machine_ticks()
     started = time.monotonic()
     time.sleep(seconds)
-    after = {c: thread_ticks(c) for c in containers}
-    elapsed_ticks = (time.monotonic() - started) * os.sysconf("SC_CLK_TCK")
+    after, machine_after = {c: thread_times(c) for c in containers}, machine_ticks()
+    elapsed_s = time.monotonic() - started
     shares = {}
     for c in containers:
-        for (name, tid), ticks in after[c].items():
+        for (name, tid), (on_cpu, waiting) in after[c].items():
+            was_on_cpu, was_waiting = before[c].get((name, tid), (0, 0))
             kind = (c, re.sub(r"\d+", "#", name))
-            shares[kind] = shares.get(kind, 0) + (ticks - before[c].get((name, tid), 0)) / elapsed_ticks
-    return sorted(shares.items(), key=lambda kv: -kv[1])[:top]
+            share = shares.get(kind, (0.0, 0.0))
+            shares[kind] = (share[0] + (on_cpu - was_on_cpu) / 1e9 / elapsed_s, share[1] + (waiting - was_waiting) / 1e9 / elapsed_s)
+    ticks = os.sysconf("SC_CLK_TCK") * elapsed_s
+    cores = tuple((a - b) / ticks for a, b in zip(machine_after, machine_before))
+    return sorted(shares.items(), key=lambda kv: -kv[1][0])[:top], cores
 
 
 # ---------------------------------------------------------------- one fleet size
@@ -484,7 +521,7 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
     samples, cpu, busiest, stopped, limited_by, last_progress, done_at = [], {}, [], None, None, time.monotonic(), None
     profile = {}  # filled by a thread of its own: sampling takes a while, the loop must not wait
     profiler = None
-    threads = []  # as the profile
+    threads, sampler = [], None  # as the profile
     while True:
         time.sleep(POLL_S)
         now = time.monotonic()
@@ -505,8 +542,9 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
         samples.append((running_s, produced, consumed, lag_s))
         if not cpu and running_s > WARM_UP_S:
             cpu = cpu_by_container(cluster.project)
-            threading.Thread(target=lambda: threads.extend(cpu_by_thread(cluster_containers(cluster.project))),
-                             daemon=True).start()
+            sampler = threading.Thread(target=lambda: threads.append(cpu_by_thread(cluster_containers(cluster.project))),
+                                       daemon=True)
+            sampler.start()
         if now - last_progress >= PROGRESS_EVERY_S:
             last_progress = now
             if running_s > WARM_UP_S:
@@ -527,8 +565,19 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
                 else f"the job's checkpointed offsets fell {LAG_LIMIT_S} s behind the records sent")
             say(f"{disks:,} disks: {stopped}")
             break
+    for helper in (sampler, profiler):  # a short run may end while they still read
+        if helper:
+            helper.join(timeout=120)
     run = summarize(samples, checkpoints, windows, replay, start_ms)
-    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, threads=list(threads), busiest=busiest, profile=dict(profile),
+    thread_shares, machine_cores = threads[0] if threads else ([], None)
+    phases = {}
+    if busiest:
+        try:
+            phases = checkpoint_phases(cluster.ports, job_id, bottleneck(busiest), checkpoints.completed()[-3:])
+        except (KeyError, StopIteration, urllib.error.URLError) as error:  # the figures still stand without them
+            say(f"no checkpoint phases of {bottleneck(busiest)}: {error!r}")
+    run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, threads=thread_shares, machine_cores=machine_cores,
+               busiest=busiest, profile=dict(profile), checkpoint_phases=phases,
                logged_failures=checkpoint_failures_logged(cluster, job_id))
     return run
 
@@ -598,10 +647,23 @@ def figure(value, unit="", digits=0):
 
 
 def threads_listed(threads):
-    """`kafka-2 data-plane-kafk 22%`: a container (its service), a kind of thread, its share of a core."""
+    """`kafka-2 data-plane-kafk 22% (+9%)`: a container (its service), a kind of thread, its
+    share of a core on a CPU (and waiting for one)."""
     if not threads:
         return "-"
-    return ", ".join(f"{service(container)} {name} {share:.0%}" for (container, name), share in threads)
+    return ", ".join(f"{service(container)} {name} {on_cpu:.0%} (+{waiting:.0%})"
+                     for (container, name), (on_cpu, waiting) in threads)
+
+
+def phases_listed(phases):
+    return " / ".join(f"{phases[name]:,.0f} ms" for name in ("start delay", "alignment", "sync", "async")) if phases else "-"
+
+
+def machine_listed(cores):
+    if not cores:
+        return "-"
+    busy, iowait, idle = cores
+    return f"{busy:.2f} busy / {iowait:.2f} waiting on I/O / {idle:.2f} idle"
 
 
 def service(container):
@@ -642,9 +704,12 @@ def size_table(run):
         f"| run | {run['stopped'] or 'to the end of the records'} ({run['seconds_run']:.0f} s of sending measured) |",
         f"| CPU by container after {WARM_UP_S} s (docker stats) | {cpu or '-'} |",
         f"| CPU by thread then, over {THREAD_SAMPLE_S} s (/proc of each container): the container's threads of a "
-        f"name, share of a core | {threads_listed(run.get('threads'))} |",
+        f"name, share of a core on a CPU (+ waiting for one) | {threads_listed(run.get('threads'))} |",
+        f"| the machine's {os.cpu_count()} cores then (/proc/stat), in cores | {machine_listed(run.get('machine_cores'))} |",
         f"| the job's busiest tasks then: busy / back-pressured, of the busiest subtask | {busiest or '-'} |",
         *profile_rows(run.get("profile")),
+        f"| its checkpoints (the last 3 completed, their slowest subtask): barrier's wait / alignment / sync / async | "
+        f"{phases_listed(run.get('checkpoint_phases'))} |",
         *insert_rows(run.get("inserts")),
         ""])
 
