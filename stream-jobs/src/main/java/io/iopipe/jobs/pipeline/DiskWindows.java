@@ -185,12 +185,11 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     /**
      * A disk's clock, read from its state at its first record or timer since the last
      * snapshot, and the parts it took for its open windows since, each window's list of them
-     * as {@link #listOf} keeps them in state.
+     * as {@link #listOf} keeps them in state. Every record and timer moves the clock (when
+     * the disk was last heard, when it is next checked), so a held clock is always written back.
      */
     private static final class Held {
         final DiskClock clock;
-        /** Whether the clock changed since it was read. */
-        boolean clockChanged;
         @SuppressWarnings("unchecked")
         final List<DiskRecord>[] records = new List[OPEN_RECORD_LISTS];
 
@@ -205,9 +204,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         for (Map.Entry<String, Held> disk : held.entrySet()) {
             toKey.setCurrentKey(disk.getKey());
             Held h = disk.getValue();
-            if (h.clockChanged) {
-                clock.update(h.clock);
-            }
+            clock.update(h.clock);
             for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
                 if (h.records[list] != null) {
                     openRecords.get(list).addAll(h.records[list]);
@@ -234,7 +231,6 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         if (!arrived.isEmpty()) {
             keepArrived(h);
         }
-        h.clockChanged = true;
     }
 
     /** The disk's clock and open records as the heap holds them, its clock read from state if not held yet. */
@@ -580,7 +576,6 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<DiskWindow> out) throws Exception {
         Held h = held(ctx.getCurrentKey());
         DiskClock c = h.clock;
-        h.clockChanged = true;
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
             closeUpTo(timestamp + 1, h, Closing.AT_END_OF_INPUT, ctx, out);
             if (c.revisionDue) {
