@@ -95,5 +95,9 @@ env:
   java:
     opts:
       all: --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED
+      # The parallel collector: keyed state is off the heap (RocksDB), and G1's concurrent
+      # threads and write barriers cost the TaskManagers more CPU than its pauses save
+      # (stream-jobs/bench/RESULTS-fleet.md). infra/k8s/flink.yaml runs them alike.
+      taskmanager: -XX:+UseParallelGC
 CONF
 exec "/opt/flink/bin/${ROLE}.sh" start-foreground

@@ -422,6 +422,12 @@ def test_flink_checkpoints_incrementally_in_rocksdb_to_object_storage_and_keeps_
     assert conf["restart-strategy.type"] == "exponential-delay"
 
 
+def test_taskmanagers_run_the_garbage_collector_the_benchmarks_measured():
+    local = re.search(r"^ +taskmanager: (.+)$", (REPO / "infra" / "flink" / "start-flink.sh").read_text(), re.M)
+    assert local, "infra/flink/start-flink.sh sets env.java.opts.taskmanager"
+    assert flink()["flinkConfiguration"]["env.java.opts.taskmanager"] == local[1] == "-XX:+UseParallelGC"
+
+
 def test_flink_recovers_its_jobmanager_through_kubernetes_ha_and_takes_no_uploads():
     spec = flink()
     conf = spec["flinkConfiguration"]
