@@ -43,7 +43,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from iopipe import stack
+from iopipe import readiness, stack
 from iopipe.bench import HOST_PREFIX, JOBS, MS_NS, TEMPLATE_DISKS, fleet_options, java_classpath, write_templates
 from iopipe.contract import BASE_WINDOW_S, PIPELINE, RECORD_TOPICS
 from iopipe.flink_rest import cancel_job, flink_config, submit_live_job
@@ -472,6 +472,20 @@ def cpu_by_thread(containers, seconds=THREAD_SAMPLE_S, top=14):
 
 # ---------------------------------------------------------------- one fleet size
 
+def fresh_taskmanagers(cluster, shape):
+    """Restarts the TaskManagers: each size's job runs on JVMs that ran nothing before and
+    compiles all it runs, as a fleet's job does after it starts or fails over."""
+    say("restarting the TaskManagers, so that the next size starts from cold")
+    readiness.run(["docker", "restart", *(cluster.container(f"flink-taskmanager-{i}")
+                                          for i in range(1, shape["taskmanagers"] + 1))], stdout=subprocess.DEVNULL)
+    slots = shape["taskmanagers"] * shape["slots_per_taskmanager"]
+
+    def every_slot_free():
+        overview = http_json(f"{cluster.ports.flink_url}/overview")
+        return overview["taskmanagers"] == shape["taskmanagers"] and overview["slots-available"] == slots
+    readiness.wait_for("the restarted TaskManagers' slots", every_slot_free, timeout_s=180)
+
+
 def run_size(cluster, disks, seconds, records):
     ports = cluster.ports
     topics = agent_topics(AGENT_RECORDS[records])
@@ -830,7 +844,7 @@ def report(runs, shape, command):
         f"{shape['slots_per_taskmanager']} slots, the live job at parallelism {shape['parallelism']}, RocksDB, "
         "incremental checkpoints; ClickHouse 2 replicas reading every topic), the producer on the same machine.",
         "",
-        f"Each size: the agent topics emptied, a fresh live job, then {first['seconds']} s of a fleet's records on the "
+        f"Each size from cold: the agent topics emptied, fresh TaskManagers (restarted) and a fresh live job, then {first['seconds']} s of a fleet's records on the "
         f"wall clock as `iopipe/synthetic/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind in "
         "every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
         f"{first['per_disk_s']:.2f} records ({mix}{BATCHED_NOTE if 'io.interval.v1' in first['by_schema'] else ''}). "
@@ -912,7 +926,11 @@ def main():
         stack.cluster_up(cluster, submit=False)
         stack.migrate_clickhouse(cluster.ports, cluster.users, stack.CLICKHOUSE_CLUSTER)
         shape = cluster_shape(cluster.ports, args.records)
-        runs = [run_size(cluster, int(disks), args.seconds, args.records) for disks in args.disks.split(",")]
+        runs = []
+        for disks in args.disks.split(","):
+            if runs:
+                fresh_taskmanagers(cluster, shape)
+            runs.append(run_size(cluster, int(disks), args.seconds, args.records))
     finally:
         say("removing the cluster")
         stack.cluster_down(cluster)
