@@ -7,6 +7,7 @@ Java benchmark given fleet_options copies them onto as many hosts as it is asked
 import json
 import math
 import random
+import re
 import sys
 
 from iopipe import record_batches
@@ -23,7 +24,17 @@ MS_NS = 1_000_000
 # Every kind of fleet.py disk in every place on a host, so hosts' disks keep distinct names.
 TEMPLATE_DISKS = math.lcm(len(fleet.kinds(random.Random(0))), fleet.DISKS_PER_HOST)
 HOST_PREFIX = "bench-"
+START_FLINK = REPO / "infra" / "flink" / "start-flink.sh"
 HOST_PLACEHOLDER = "{host}"  # in the template records, where TemplateFleet puts each copy's host
+
+
+def taskmanager_java_options():
+    """The JVM options the stack's TaskManagers run with (env.java.opts.taskmanager in
+    infra/flink/start-flink.sh): a benchmark's cluster in its own JVM runs as they do."""
+    found = re.search(r"^ +taskmanager: (.+)$", START_FLINK.read_text(), re.M)
+    if not found:
+        sys.exit(f"{START_FLINK} sets no env.java.opts.taskmanager")
+    return found[1].split()
 
 
 def java_classpath():

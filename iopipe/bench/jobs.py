@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from iopipe import stack
-from iopipe.bench import JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, write_templates
+from iopipe.bench import JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, taskmanager_java_options, write_templates
 from iopipe.ports import Ports
 from iopipe.readiness import container_alive, container_log_contains, wait_for
 from iopipe.stack_kafka import kafka_java_config
@@ -51,7 +51,7 @@ def main():
         seconds = max(args.seconds, STATE_S)
         print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
         write_templates(templates, seconds, batched=args.records == "batched")
-        benchmark = ["java", f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
+        benchmark = ["java", *taskmanager_java_options(), f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
                      "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
                      "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark", *fleet_options(templates, args.disks),
                      "--seconds", str(args.seconds)]
