@@ -61,3 +61,14 @@ def test_a_jdk_method_on_top_is_named_with_the_caller_it_worked_for(monkeypatch)
     assert profile["iopipe"] == [("io.iopipe.jobs.pipeline.DiskWindows.take", 0.4)]
     (row, _) = scale.profile_rows(dict(profile, task="windows"))
     assert "Unsafe.unpark 60% (from TaskMailboxImpl.put); DiskWindows.take 40% |" in row
+
+
+def test_taskmanager_cpu_is_counted_per_disk_second_the_job_consumed_with_its_jit_and_gc_apart():
+    tm, kafka = "iopipe-bench-fleet-ab12_flink-taskmanager-1_1", "iopipe-bench-fleet-ab12_kafka-1_1"
+    run = {"consumed_rate": 2000.0, "per_disk_s": 2.0, "threads": [
+        ((tm, "C# CompilerThre"), (0.02, 0.5)), ((tm, "GC Thread#"), (0.01, 0.1)), ((tm, "G# Conc#"), (0.005, 0.0)),
+        ((tm, "diskstats delta"), (0.065, 0.4)), ((kafka, "data-plane-kafk"), (0.5, 0.5))]}
+    us = scale.taskmanager_cpu_us(run)  # 1,000 disk-seconds a second; 0.1 of a core on the TaskManager
+    assert {part: round(v, 6) for part, v in us.items()} == {"all": 100.0, "jit": 20.0, "gc": 15.0}
+    assert scale.taskmanager_cpu_listed(run).startswith("100 µs (goal ≤ 50), of which JIT compilers 20, garbage collection 15")
+    assert scale.taskmanager_cpu_us({"consumed_rate": 0.0, "per_disk_s": 2.0, "threads": []}) is None

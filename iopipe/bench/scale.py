@@ -449,7 +449,7 @@ def machine_ticks():
     return user + nice + system + irq + softirq + steal, iowait, idle
 
 
-def cpu_by_thread(containers, seconds=THREAD_SAMPLE_S, top=14):
+def cpu_by_thread(containers, seconds=THREAD_SAMPLE_S):
     """Where the machine's cores go: for each kind of thread (its name, digits dropped) of
     each container, its share of a core on a CPU and waiting for one, over `seconds`, the
     most on a CPU first; and the machine's cores busy, waiting on I/O and idle."""
@@ -467,7 +467,7 @@ def cpu_by_thread(containers, seconds=THREAD_SAMPLE_S, top=14):
             shares[kind] = (share[0] + (on_cpu - was_on_cpu) / 1e9 / elapsed_s, share[1] + (waiting - was_waiting) / 1e9 / elapsed_s)
     ticks = os.sysconf("SC_CLK_TCK") * elapsed_s
     cores = tuple((a - b) / ticks for a, b in zip(machine_after, machine_before))
-    return sorted(shares.items(), key=lambda kv: -kv[1][0])[:top], cores
+    return sorted(shares.items(), key=lambda kv: -kv[1][0]), cores
 
 
 # ---------------------------------------------------------------- one fleet size
@@ -660,13 +660,37 @@ def figure(value, unit="", digits=0):
     return "-" if value is None else f"{value:,.{digits}f}{unit}"
 
 
-def threads_listed(threads):
+def threads_listed(threads, top=14):
     """`kafka-2 data-plane-kafk 22% (+9%)`: a container (its service), a kind of thread, its
-    share of a core on a CPU (and waiting for one)."""
+    share of a core on a CPU (and waiting for one); the `top` most on a CPU."""
     if not threads:
         return "-"
     return ", ".join(f"{service(container)} {name} {on_cpu:.0%} (+{waiting:.0%})"
-                     for (container, name), (on_cpu, waiting) in threads)
+                     for (container, name), (on_cpu, waiting) in threads[:top])
+
+
+def taskmanager_cpu_us(run):
+    """µs of the TaskManagers' CPU (all their threads, on a CPU, in the thread sample) per
+    disk-second the job consumed (at the run's rate): all of it, the JIT compilers' and
+    the garbage collector's."""
+    disk_seconds = run["consumed_rate"] / run["per_disk_s"] if run.get("threads") else 0
+    if not disk_seconds:
+        return None
+    parts = {"all": 0.0, "jit": 0.0, "gc": 0.0}
+    for (container, name), (on_cpu, _) in run["threads"]:
+        if service(container).startswith("flink-taskmanager"):
+            parts["all"] += on_cpu
+            parts["jit"] += on_cpu if "CompilerThre" in name else 0
+            parts["gc"] += on_cpu if name.startswith(("GC Thread", "G# ")) else 0
+    return {part: cores / disk_seconds * 1e6 for part, cores in parts.items()}
+
+
+def taskmanager_cpu_listed(run):
+    us = taskmanager_cpu_us(run)
+    if not us:
+        return "-"
+    return (f"{us['all']:,.0f} µs (goal ≤ 50), of which JIT compilers {us['jit']:,.0f}, garbage collection "
+            f"{us['gc']:,.0f}, the rest {us['all'] - us['jit'] - us['gc']:,.0f}")
 
 
 def phases_listed(phases):
@@ -720,6 +744,8 @@ def size_table(run):
         f"| CPU by thread then, over {THREAD_SAMPLE_S} s (/proc of each container): the container's threads of a "
         f"name, share of a core on a CPU (+ waiting for one) | {threads_listed(run.get('threads'))} |",
         f"| the machine's {os.cpu_count()} cores then (/proc/stat), in cores | {machine_listed(run.get('machine_cores'))} |",
+        f"| TaskManager CPU per disk-second consumed (their threads on a CPU then, at the run's rate) | "
+        f"{taskmanager_cpu_listed(run)} |",
         f"| the job's busiest tasks then: busy / back-pressured, of the busiest subtask | {busiest or '-'} |",
         *profile_rows(run.get("profile")),
         f"| its checkpoints (the last 3 completed, their slowest subtask): barrier's wait / alignment / sync / async | "
@@ -880,9 +906,14 @@ def job_ceiling(runs):
     if not saturated:
         return []
     best = max(saturated, key=lambda r: r["consumed_rate"])
-    return [f"Where the job could not keep up, at {best['disks']:,} disks, it consumed {best['consumed_rate']:,.0f} "
-            f"records/s, the records of {best['consumed_rate'] / best['per_disk_s']:,.0f} disks, while Kafka and "
-            "ClickHouse took in that fleet's records on the same cores."]
+    lines = [f"Where the job could not keep up, at {best['disks']:,} disks, it consumed {best['consumed_rate']:,.0f} "
+             f"records/s, the records of {best['consumed_rate'] / best['per_disk_s']:,.0f} disks, while Kafka and "
+             "ClickHouse took in that fleet's records on the same cores."]
+    if best.get("machine_cores") and best["machine_cores"][2] < 0.05 * CPUS:
+        lines.append(f"The machine's {CPUS} cores were busy then ({machine_listed(best['machine_cores'])}): its threads "
+                     "waited for a CPU longer than they ran (the CPU by thread row), so the limit here is the machine's "
+                     "CPU, and what moves it is CPU saved anywhere on it, the job's or not.")
+    return lines
 
 
 def why_not_held(run):
