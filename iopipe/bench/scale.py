@@ -476,14 +476,16 @@ def fresh_taskmanagers(cluster, shape):
     """Restarts the TaskManagers: each size's job runs on JVMs that ran nothing before and
     compiles all it runs, as a fleet's job does after it starts or fails over."""
     say("restarting the TaskManagers, so that the next size starts from cold")
+    url = f"{cluster.ports.flink_url}/taskmanagers"
+    before = {tm["id"] for tm in http_json(url)["taskmanagers"]}
     readiness.run(["docker", "restart", *(cluster.container(f"flink-taskmanager-{i}")
                                           for i in range(1, shape["taskmanagers"] + 1))], stdout=subprocess.DEVNULL)
-    slots = shape["taskmanagers"] * shape["slots_per_taskmanager"]
 
-    def every_slot_free():
-        overview = http_json(f"{cluster.ports.flink_url}/overview")
-        return overview["taskmanagers"] == shape["taskmanagers"] and overview["slots-available"] == slots
-    readiness.wait_for("the restarted TaskManagers' slots", every_slot_free, timeout_s=180)
+    def only_new_ones_with_every_slot_free():
+        now = http_json(url)["taskmanagers"]
+        return (len(now) == shape["taskmanagers"] and not {tm["id"] for tm in now} & before
+                and all(tm["freeSlots"] == tm["slotsNumber"] for tm in now))
+    readiness.wait_for("the restarted TaskManagers, every slot free", only_new_ones_with_every_slot_free, timeout_s=180)
 
 
 def run_size(cluster, disks, seconds, records):
@@ -587,9 +589,10 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
     phases = {}
     if busiest:
         try:
-            phases = checkpoint_phases(cluster.ports, job_id, bottleneck(busiest), checkpoints.completed()[-3:])
+            phases = checkpoint_phases(cluster.ports, job_id, profile.get("task") or bottleneck(busiest),
+                                       checkpoints.completed()[-3:])
         except (KeyError, StopIteration, urllib.error.URLError) as error:  # the figures still stand without them
-            say(f"no checkpoint phases of {bottleneck(busiest)}: {error!r}")
+            say(f"no checkpoint phases: {error!r}")
     run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, threads=thread_shares, machine_cores=machine_cores,
                busiest=busiest, profile=dict(profile), checkpoint_phases=phases,
                logged_failures=checkpoint_failures_logged(cluster, job_id))
