@@ -2,7 +2,7 @@
 keeps time, and the job's latency rollups in ClickHouse."""
 import json
 
-from iopipe.migrate import tables_filled_from
+from iopipe.migrate import kafka_tables_of
 from iopipe.paths import REPO, SCHEMA
 
 # Every topic Kafka must have: the agents', the stream job's and those the job passes accepted agent records on to.
@@ -19,7 +19,7 @@ BASE_WINDOW_S = PIPELINE["window_s"][0]
 
 # The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
 # Kafka tables of io.latency.v1 fill, each named after its table.
-LATENCY_ROLLUPS = tuple(tables_filled_from("io.latency.v1"))
+LATENCY_ROLLUPS = tuple(table.removesuffix("_kafka") for table in kafka_tables_of("io.latency.v1"))
 
 
 def _clock_fields():

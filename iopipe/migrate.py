@@ -194,41 +194,6 @@ def kafka_tables_of(topic):
     return tables
 
 
-VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS \{db\}(?:" + INGEST_SUFFIX + r")?\.(\w+) TO \{db\}(?:"
-                  + INGEST_SUFFIX + r")?\.(\w+) AS([^;]*)")
-VIEW_READS = re.compile(r"\b(?:FROM|JOIN)\s+\{db\}(?:" + INGEST_SUFFIX + r")?\.(\w+)")
-NULL_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS \{db\}(?:" + INGEST_SUFFIX + r")?\.(\w+)\b[^;]*?\bENGINE = Null\b")
-
-
-@functools.lru_cache(maxsize=1)
-def view_definitions():
-    """[(view, the table it fills, the tables it reads)] of every view writing TO a table
-    that the migrations leave in place, in migration order; and the Null tables they leave."""
-    views, null_tables = [], set()
-    for m in discover():
-        text = m.up.read_text()
-        dropped = set(DROPPED_TABLE.findall(text))
-        views = [v for v in views if v[0] not in dropped] + [
-            (view, to, tuple(VIEW_READS.findall(body))) for view, to, body in VIEW.findall(text)]
-        null_tables = (null_tables - dropped) | set(NULL_TABLE.findall(text))
-    return tuple(views), frozenset(null_tables)
-
-
-def tables_filled_from(topic):
-    """The tables that rows read from `topic` land in, in migration order: those the views
-    on its Kafka tables fill, through the views of a Null table that passes each block on
-    to several (0019). A topic's first table is its record table; later ones, rollups of
-    it. The same on every server: where a migration that makes a Null table's views is
-    skipped, the tables an earlier one made fill the same tables."""
-    views, null_tables = view_definitions()
-
-    def filled_from(table):
-        for _, to, reads in views:
-            if table in reads:
-                yield from filled_from(to) if to in null_tables else (to,)
-    return [table for kafka_table in kafka_tables_of(topic) for table in filled_from(kafka_table)]
-
-
 MERGE_TREE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)\.(\w+)\b.*?\bENGINE = (\w*)MergeTree\b(\(([^)]*)\))?", re.S)
 
 

@@ -59,7 +59,7 @@ def test_every_create_has_its_drop_and_every_statement_can_run_twice():
 
 def test_modern_only_migrations_declare_what_they_need():
     modern = [m for m in migrate.discover() if m.requires]
-    assert {m.name for m in modern} == {"retention_ttl", "low_cardinality", "codecs", "intervals_read_once"}
+    assert {m.name for m in modern} == {"retention_ttl", "low_cardinality", "codecs"}
     assert all(not m.runs_on((18, 16)) and m.runs_on((23, 8)) for m in modern)
 
 
@@ -143,36 +143,3 @@ def test_a_changed_table_or_view_takes_a_new_name():
                 made_by[name] = m.name
     assert remade == REMADE_WHEN_LANDED, f"made again under an earlier migration's name: {sorted(remade - REMADE_WHEN_LANDED)}"
 
-
-
-NULL = re.compile(r"CREATE TABLE IF NOT EXISTS (db\w*\.\w+)\s.*ENGINE = Null", re.S)
-VIEW_TO = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (db\w*\.\w+) TO (db\w*\.\w+) .*\sFROM (db\w*\.\w+)", re.S)
-
-
-def test_a_null_tables_views_are_made_before_the_view_that_fills_it():
-    """A Null table passes each block a view writes to it on to its own views: as with a
-    Kafka table's read (above), a block reaches only the views that existed when it came,
-    so every view of a Null table is made before the one view that fills it."""
-    null_tables, views_of, filled = set(), {}, set()
-    for sql in (sql for m in migrate.discover() for sql in m.statements("up", PARAMS)):
-        if sql.startswith("DROP TABLE"):
-            dropped = sql.split()[4]
-            null_tables.discard(dropped)
-            filled.discard(dropped)
-        elif NULL.match(sql):
-            null_tables.add(NULL.match(sql)[1])
-        elif VIEW_TO.match(sql):
-            view, to, source = VIEW_TO.match(sql).groups()
-            assert source not in filled, f"{view} reads {source}, which a view fills already"
-            if to in null_tables:
-                assert views_of.get(to) and to not in filled, f"{to}: filled by {view} before any view reads it"
-                filled.add(to)
-            views_of.setdefault(source, []).append(view)
-    assert null_tables <= filled, "every Null table is filled"
-
-
-def test_on_a_modern_server_an_interval_is_fetched_and_parsed_once_and_fills_three_tables():
-    assert len(migrate.kafka_tables_of("io.intervals.accepted.v1")) == 1
-    assert migrate.tables_filled_from("io.intervals.accepted.v1") == ["diskstats", "disk_inventory", "histograms"]
-    assert migrate.tables_filled_from("io.latency.v1") == ["latency_minutes", "latency_hours", "latency_days"], (
-        "a topic read by several Kafka tables fills their tables in migration order")
