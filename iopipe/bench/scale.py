@@ -593,9 +593,8 @@ def watch(cluster, job_id, replay, offsets, disks, start_ms):
     phases = {}
     if busiest:
         try:
-            sending_until_ms = start_ms + samples[-1][0] * 1000 if samples else 0
-            under_load = [c for c in checkpoints.completed() if c["trigger_timestamp"] <= sending_until_ms]
-            phases = checkpoint_phases(cluster.ports, job_id, profile.get("task") or bottleneck(busiest), under_load[-3:])
+            phases = checkpoint_phases(cluster.ports, job_id, profile.get("task") or bottleneck(busiest),
+                                       completed_under_load(checkpoints, samples, start_ms)[-3:])
         except (KeyError, StopIteration, OSError, ValueError) as error:  # the figures still stand without them
             say(f"no checkpoint phases: {error!r}")
     run.update(stopped=stopped, limited_by=limited_by, cpu=cpu, threads=thread_shares, machine_cores=machine_cores,
@@ -619,10 +618,15 @@ def rate_after_warm_up(samples, column):
     return (last[column] - first[column]) / (last[0] - first[0]) if last[0] > first[0] else 0.0
 
 
-def summarize(samples, checkpoints, windows, replay, start_ms):
+def completed_under_load(checkpoints, samples, start_ms):
+    """The completed checkpoints triggered while records were sent, not those after the records ended."""
     sending_until_ms = start_ms + (samples[-1][0] * 1000 if samples else 0)
-    # Durations and sizes of the checkpoints taken under load, not of those after the records ended.
-    completed = [c for c in checkpoints.completed() if c["trigger_timestamp"] <= sending_until_ms]
+    return [c for c in checkpoints.completed() if c["trigger_timestamp"] <= sending_until_ms]
+
+
+def summarize(samples, checkpoints, windows, replay, start_ms):
+    # Durations and sizes of the checkpoints taken under load.
+    completed = completed_under_load(checkpoints, samples, start_ms)
     warm_sends = {at: done for at, done in replay.sent_ms.items() if done >= start_ms + WARM_UP_S * 1000}
     durations_s = [c["end_to_end_duration"] / 1000 for c in completed]
     latencies = sorted(windows.latencies_s(replay.sent_ms))
