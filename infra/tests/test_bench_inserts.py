@@ -17,12 +17,14 @@ def part(table, partition, block, parts, rows):
     return {"table": table, "partition_id": partition, "block": str(block), "parts": str(parts), "rows": str(rows)}
 
 
-def test_inserts_are_the_block_numbers_each_partition_took_and_a_new_partition_counts_from_nothing(monkeypatch):
-    before = [part("windows", "20261128", 100, 7, 5_000)]
-    after = [part("windows", "20261128", 130, 9, 35_000), part("windows", "20261129", 10, 4, 10_000),
-             part("health", "20261128", 0, 0, 0)]
+def test_inserts_are_the_block_numbers_each_partition_took_and_a_new_partition_counts_from_block_0(monkeypatch):
+    before = [part("windows", "20261128", 100, 7, 5_000), part("health", "20261128", 3, 1, 40)]
+    # The new partition's blocks 0 to 9: ten inserts.
+    after = [part("windows", "20261128", 130, 9, 35_000), part("windows", "20261129", 9, 4, 10_000),
+             part("health", "20261128", 3, 1, 40)]
     inserts = scale.Inserts.__new__(scale.Inserts)
-    inserts.client, inserts.before = Parts(after), {("windows", "20261128"): before[0]}
+    inserts.client = Parts(after)
+    inserts.before = {(row["table"], row["partition_id"]): row for row in before}
     monkeypatch.setattr(scale.time, "monotonic", lambda: 20.0)
     inserts.started = 0.0
     seen = inserts.since_start()

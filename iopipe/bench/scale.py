@@ -247,7 +247,9 @@ class Inserts:
     """What ClickHouse's tables took in while a size ran, from one replica's system.parts.
     Each insert into a partition of a replicated table takes that partition's next block
     number, so the growth of its largest block number counts its inserts (merges keep the
-    numbers they merge); the active parts are what merges have left of them."""
+    numbers they merge); the active parts are what merges have left of them. A replicated
+    table numbers a partition's blocks from 0, so a partition new since the start took its
+    largest block number plus one."""
     SQL = ("SELECT table, partition_id, max(max_block_number) AS block, countIf(active) AS parts, "
            "sumIf(rows, active) AS rows FROM system.parts WHERE database = 'iopipe' GROUP BY table, partition_id")
 
@@ -263,7 +265,7 @@ class Inserts:
         """Per table that took rows: inserts/s, rows per insert and the most active parts of one partition."""
         seconds, now, tables = time.monotonic() - self.started, self.read(), {}
         for (table, partition), row in now.items():
-            was = self.before.get((table, partition), {"block": 0, "rows": 0})
+            was = self.before.get((table, partition), {"block": -1, "rows": 0})
             t = tables.setdefault(table, {"inserts": 0, "rows": 0, "most_parts": 0})
             t["inserts"] += int(row["block"]) - int(was["block"])
             t["rows"] += int(row["rows"]) - int(was["rows"])
