@@ -112,16 +112,29 @@ public final class ModelPeers {
 
         public Drive() {}
 
+        /**
+         * Keeps a window's reads, and the latest of the earlier ones, KEPT_READS in all. Reads
+         * weigh very differently: the agent's uniform sample stands for a thousand I/Os each,
+         * an outlier for itself, and a window of a busy drive can hold more outliers than
+         * KEPT_READS. So a window is kept, or its part kept, as its weighted distribution:
+         * whole when it fits, else summarized ({@link #summarized}); never as its last reads,
+         * which after its sample would be its outliers alone, and a healthy drive's level
+         * their stalls'.
+         */
         public void add(ShallowReads r) {
             host = r.host;
             disk = r.disk;
-            for (int i = 0; i < r.deviceUs.length; i++) {
+            Reads window = new Reads(r.deviceUs, r.weights).summarized(KEPT_READS);
+            for (int i = 0; i < window.deviceUs.length; i++) {
                 endNs.add(r.endNs);
-                deviceUs.add(r.deviceUs[i]);
-                weights.add(r.weights[i]);
+                deviceUs.add(window.deviceUs[i]);
+                weights.add(window.weights[i]);
             }
             forgetBefore(r.endNs - HORIZON_NS);
-            dropOldest(deviceUs.size() - KEPT_READS);
+            int excess = deviceUs.size() - KEPT_READS;
+            while (excess > 0) {
+                excess -= shrinkOldestWindow(excess);
+            }
         }
 
         public void forgetBefore(long sinceNs) {
@@ -130,6 +143,28 @@ public final class ModelPeers {
                 old++;
             }
             dropOldest(old);
+        }
+
+        /** Takes up to `excess` reads off the oldest window, summarizing what is left of it; returns how many went. */
+        private int shrinkOldestWindow(int excess) {
+            int size = 1;
+            while (size < endNs.size() && endNs.get(size).equals(endNs.get(0))) {
+                size++;
+            }
+            if (size <= excess) {
+                dropOldest(size);
+                return size;
+            }
+            long windowEndNs = endNs.get(0);
+            Reads oldest = new Reads(deviceUs.subList(0, size).stream().mapToDouble(Double::doubleValue).toArray(),
+                    weights.subList(0, size).stream().mapToDouble(Double::doubleValue).toArray()).summarized(size - excess);
+            dropOldest(size);
+            for (int i = oldest.deviceUs.length - 1; i >= 0; i--) {
+                endNs.add(0, windowEndNs);
+                deviceUs.add(0, oldest.deviceUs[i]);
+                weights.add(0, oldest.weights[i]);
+            }
+            return size - oldest.deviceUs.length;
         }
 
         private void dropOldest(int reads) {
@@ -165,6 +200,47 @@ public final class ModelPeers {
                 }
             }
             return deviceUs.get(order[order.length - 1]);
+        }
+    }
+
+    /** Some reads of one window: their device times and how many I/Os each stands for. */
+    record Reads(double[] deviceUs, double[] weights) {
+        /**
+         * At most `points` reads standing for the same I/Os as these: these when they fit;
+         * else as many as they are worth (Kish's effective sample size: one read standing
+         * for a thousand among a few standing for one is one read), placed at evenly spaced
+         * quantiles of their weighted distribution, each standing for an equal share of
+         * their I/Os. Their weighted median stays theirs, and what they are worth stays as
+         * little as it was.
+         */
+        Reads summarized(int points) {
+            if (deviceUs.length <= points) {
+                return this;
+            }
+            double total = Arrays.stream(weights).sum();
+            double squares = Arrays.stream(weights).map(w -> w * w).sum();
+            int m = (int) Math.max(1, Math.min(points, Math.floor(total * total / squares)));
+            Integer[] order = new Integer[deviceUs.length];
+            for (int i = 0; i < order.length; i++) {
+                order[i] = i;
+            }
+            Arrays.sort(order, (a, b) -> Double.compare(deviceUs[a], deviceUs[b]));
+            double[] values = new double[m];
+            double[] shares = new double[m];
+            double seen = 0;
+            int next = 0;
+            for (int i : order) {
+                seen += weights[i];
+                while (next < m && seen >= (next + 0.5) / m * total) {
+                    values[next] = deviceUs[i];
+                    shares[next++] = total / m;
+                }
+            }
+            for (; next < m; next++) { // rounding at the top
+                values[next] = deviceUs[order[order.length - 1]];
+                shares[next] = total / m;
+            }
+            return new Reads(values, shares);
         }
     }
 

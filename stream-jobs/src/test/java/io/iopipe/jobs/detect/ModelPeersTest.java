@@ -186,6 +186,56 @@ class ModelPeersTest {
         assertEquals(6.0, java.util.Arrays.stream(weights, 0, 6).sum(), 1e-9, "the typical hosts' drives weigh 1 each");
     }
 
+    /** A window of a busy drive as its agent samples it: a uniform sample, each read for thousands, then outliers, each for itself. */
+    private static ShallowReads sampleThenOutliers(long startNs, int sampled, double sampledUs, int outliers, double outlierUs) {
+        double[] deviceUs = new double[sampled + outliers];
+        double[] weights = new double[sampled + outliers];
+        for (int i = 0; i < deviceUs.length; i++) {
+            boolean outlier = i >= sampled;
+            deviceUs[i] = (outlier ? outlierUs : sampledUs) * (0.9 + 0.2 * i / deviceUs.length);
+            weights[i] = outlier ? 1 : 10_000;
+        }
+        return ShallowReads.of("h", "nvme0n1", "NVMe-A 1TB", startNs, startNs + WINDOW_NS, deviceUs, weights);
+    }
+
+    @Test
+    void aWindowWithMoreOutliersThanADriveKeepsIsJudgedByTheI_OsItsReadsStandFor() {
+        // 40 sampled reads standing for 400,000 I/Os, then 100 stalls of 5 ms (1 in 4,000):
+        // the drive's reads take about 90 µs, whatever came last.
+        ModelPeers.Drive d = new ModelPeers.Drive();
+        for (int w = 0; w < 3; w++) {
+            d.add(sampleThenOutliers(START_NS + w * WINDOW_NS, 40, 90, 100, 5000));
+            assertTrue(d.levelUs() > 80 && d.levelUs() < 100, "level " + d.levelUs() + " µs after window " + w);
+            assertTrue(d.deviceUs.size() <= ModelPeers.KEPT_READS, d.deviceUs.size() + " reads kept");
+        }
+        // A window of outliers only, fewer than it keeps, after one of a sample: still the sample's I/Os decide.
+        d.add(sampleThenOutliers(START_NS + 3 * WINDOW_NS, 0, 90, 30, 5000));
+        assertTrue(d.levelUs() > 80 && d.levelUs() < 100, "level " + d.levelUs() + " µs after a window of outliers");
+        assertEquals(ModelPeers.KEPT_READS, d.deviceUs.size());
+    }
+
+    @Test
+    void aSummaryOfAWindowsReadsStandsForTheSameI_OsWithItsMedianAndIsWorthNoMoreThanThey() {
+        ShallowReads r = sampleThenOutliers(START_NS, 8, 90, 100, 5000);
+        ModelPeers.Reads summary = new ModelPeers.Reads(r.deviceUs, r.weights).summarized(ModelPeers.KEPT_READS);
+        assertEquals(8, summary.deviceUs().length, "8 heavy reads among 100 light ones are worth 8");
+        assertEquals(java.util.Arrays.stream(r.weights).sum(), java.util.Arrays.stream(summary.weights()).sum(), 1e-6);
+        assertEquals(SlowVsPeers.weightedMedian(r.deviceUs, r.weights),
+                SlowVsPeers.weightedMedian(summary.deviceUs(), summary.weights()), 5.0);
+        Random random = new Random(3);
+        double[] values = new double[500];
+        double[] ones = new double[500];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = 90 * Math.exp(0.3 * random.nextGaussian());
+            ones[i] = 1;
+        }
+        ModelPeers.Reads even = new ModelPeers.Reads(values, ones).summarized(ModelPeers.KEPT_READS);
+        assertEquals(ModelPeers.KEPT_READS, even.deviceUs().length);
+        assertEquals(SlowVsPeers.median(values), SlowVsPeers.weightedMedian(even.deviceUs(), even.weights()), 3.0);
+        ModelPeers.Reads few = new ModelPeers.Reads(new double[] {1, 2, 3}, new double[] {1, 1, 1});
+        assertTrue(few == few.summarized(ModelPeers.KEPT_READS), "reads that fit are kept as they are");
+    }
+
     @Test
     void aWeightedMedianOfEqualWeightsIsTheMedian() {
         double[][] samples = {{3}, {1, 2}, {5, 1, 4}, {7, 1, 3, 9}, {2, 2, 2, 8, 8}};
