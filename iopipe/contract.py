@@ -14,6 +14,8 @@ TOPICS = RECORD_TOPICS + TOPICS_JSON["accepted"]
 # How the job keeps time (window lengths, allowed disorder, idleness, ...): the demo, the
 # benchmarks and the tests read it here.
 PIPELINE = json.loads((REPO / "schema" / "pipeline.json").read_text())
+# Which I/Os the agent sends as events by default: the synthetic fleets sample as it does.
+SAMPLING = json.loads((REPO / "schema" / "sampling.json").read_text())
 # The job's first windows: the detectors judge these, and the longer ones are summed from them.
 BASE_WINDOW_S = PIPELINE["window_s"][0]
 

@@ -354,7 +354,7 @@ def agent_topics(record_topics):
 # per broker, and a host's records may all go to one broker's partitions): room for the
 # most an agent sends by design, so that a host taken over cannot crowd out the others. An
 # agent sends at most its --event-budget of events per disk a second (1000 by default,
-# agent/src/main.rs; the rest are dropped on the host and counted), each an event record of
+# schema/sampling.json; the rest are dropped on the host and counted), each an event record of
 # 300-400 bytes of JSON with its key and iopipe-sig header: AGENT_EVENT_BYTES at most. Its
 # histograms, diskstats and own records add about 1 kB per disk a second. For a host of
 # AGENT_QUOTA_DISKS disks that is 12 MB/s; the quota is 16 MiB/s, so that an agent at its

@@ -284,27 +284,27 @@ struct RunArgs {
     out: OutputArgs,
 }
 
-/// Which I/Os the kernel sends as events.
+/// Which I/Os the kernel sends as events; the defaults are schema/sampling.json's.
 #[derive(clap::Args)]
 struct SamplingArgs {
     /// Every I/O whose total latency exceeds this is an event, whatever its disk's history.
-    #[arg(long, default_value_t = 500.0)]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_OUTLIER_CEILING_MS"))]
     outlier_ceiling_ms: f64,
     /// Device time above this quantile's log2 bucket of the disk's recent distribution
     /// makes an I/O an outlier.
-    #[arg(long, default_value_t = 0.999)]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_OUTLIER_QUANTILE"))]
     outlier_quantile: f64,
     /// Sample 1 in N of the other I/Os (0: none).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_UNIFORM_EVERY"))]
     uniform_every: u32,
     /// Events per disk per second at most; the rest are dropped and counted.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_EVENT_BUDGET"))]
     event_budget: u64,
     /// How long a flight recording of every I/O of a disk lasts.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_RECORDER_SECONDS"))]
     recorder_seconds: u64,
     /// Outliers of one disk within one second that start a flight recording.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_CLUSTER_OUTLIERS"))]
     cluster_outliers: u64,
     /// Request queues the kernel's per-disk tables hold (0: twice the host's, at least
     /// 64). Raise it when the agent reports disk_map_full.
@@ -313,7 +313,7 @@ struct SamplingArgs {
     /// A disk with fewer completions than this in the last second is quiet: every I/O of it
     /// is recorded, so a burst on a near-idle disk or a dying disk's few slow reads arrive
     /// whole, at a cost bounded by the quietness itself (0: off).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value = env!("IOPIPE_DEFAULT_QUIET_IOS"))]
     quiet_ios: u64,
 }
 

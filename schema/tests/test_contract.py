@@ -148,10 +148,11 @@ def test_each_agent_record_the_job_reads_has_an_accepted_topic():
     assert sorted(accepted) == records_the_job_decodes(), "every agent record ClickHouse stores, and only those"
 
 
-def test_pipeline_json_is_what_its_schema_says():
-    schema = json.loads((SCHEMA / "pipeline.schema.json").read_text())
+@pytest.mark.parametrize("name", ["pipeline", "sampling"])
+def test_a_settings_file_is_what_its_schema_says(name):
+    schema = json.loads((SCHEMA / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    jsonschema.Draft202012Validator(schema).validate(json.loads((SCHEMA / "pipeline.json").read_text()))
+    jsonschema.Draft202012Validator(schema).validate(json.loads((SCHEMA / f"{name}.json").read_text()))
 
 
 def test_an_anomalys_evidence_text_is_its_evidence():
