@@ -3,8 +3,13 @@ writes the template disks' records (iopipe.bench.write_templates, iopipe/synthet
 healthy disks), starts Kafka (the stack's image) on free ports, runs
 io.iopipe.jobs.bench.StreamBenchmark against it on a fleet made of those disks, stops Kafka.
 Results: stream-jobs/bench/RESULTS.md, and where the job's CPU goes in stream-jobs/bench/PROFILE.md.
+With --models-only, what a model of many flash drives costs the one subtask that judges
+it (io.iopipe.jobs.bench.ModelPeersBenchmark, no Kafka): stream-jobs/bench/RESULTS-models.md.
 
-    make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R] [--profile-only | --state-only])"""
+    make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R]
+                          [--profile-only | --state-only | --models-only])"""
+import datetime
+import os
 import argparse
 import subprocess
 import sys
@@ -16,6 +21,10 @@ from iopipe.bench import JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, ta
 from iopipe.ports import Ports
 from iopipe.readiness import container_alive, container_log_contains, wait_for
 from iopipe.stack_kafka import kafka_java_config
+
+MODELS_OUT = JOBS / "bench" / "RESULTS-models.md"
+# What Flink's serializers reach into on this JDK.
+JAVA_OPENS = ("--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED")
 
 # How long a template disk's records run for its state per disk: its detectors' baselines
 # learnt, its longer windows and latency rollups filled many times over.
@@ -42,7 +51,11 @@ def main():
     parser.add_argument("--records", choices=("single", "batched"), default="single",
                         help="the agent records one by one, or batched as the agent sends them by default (--profile-only: "
                              "the flight-recording disk is made of single events)")
+    parser.add_argument("--models-only", action="store_true",
+                        help="only what a model of 100, 1,000 and 10,000 flash drives costs its subtask (no Kafka)")
     args = parser.parse_args()
+    if args.models_only:
+        return models_only(java_classpath(), args.rounds)
     if args.records == "batched" and not args.profile_only:
         sys.exit("--records batched profiles only (add --profile-only): the flight-recording disk sends single events")
     classpath = java_classpath()
@@ -52,8 +65,7 @@ def main():
         print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
         write_templates(templates, seconds, batched=args.records == "batched")
         benchmark = ["java", *taskmanager_java_options(), f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
-                     "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-                     "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark", *fleet_options(templates, args.disks),
+                     *JAVA_OPENS, "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark", *fleet_options(templates, args.disks),
                      "--seconds", str(args.seconds)]
         if args.state_only:
             subprocess.run([*benchmark, "--state-only", "yes"], check=True)
@@ -66,6 +78,22 @@ def main():
                             "--kafka-config", str(kafka_java_config(ports.brokers))], check=True)
         finally:
             subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)
+
+
+def models_only(classpath, rounds):
+    """Runs ModelPeersBenchmark and writes its table, with when, where and how, to RESULTS-models.md."""
+    table = subprocess.run(["java", *taskmanager_java_options(), f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
+                            *JAVA_OPENS, "-cp", classpath, "io.iopipe.jobs.bench.ModelPeersBenchmark", "--rounds", rounds],
+                           check=True, stdout=subprocess.PIPE, text=True).stdout
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    MODELS_OUT.write_text(
+        "# A model of many flash drives on the one subtask that judges it\n\n"
+        f"Measured {when} on {os.cpu_count()} CPUs by `python3 -m iopipe.bench.jobs --models-only --rounds {rounds}` "
+        "(io.iopipe.jobs.bench.ModelPeersBenchmark). \"flash vs its model\" is keyed by model, so all of a model's "
+        "drives are judged on one subtask: each run below judges the same windows of one model on one subtask, "
+        "RocksDB state and incremental checkpoints as the live job has them, beside a keyed step that only counts "
+        "each drive's windows in the same kind of state.\n\n" + table)
+    print(f"[bench] wrote {MODELS_OUT}", flush=True)
 
 
 if __name__ == "__main__":
