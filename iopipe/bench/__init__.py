@@ -6,6 +6,7 @@ Java benchmark given fleet_options copies them onto as many hosts as it is asked
 (io.iopipe.jobs.bench.TemplateFleet)."""
 import json
 import math
+from collections import namedtuple
 import random
 import re
 import sys
@@ -15,6 +16,7 @@ from iopipe.contract import moved_in_time
 from iopipe.flink_rest import JOB_JAR
 from iopipe.paths import REPO
 from iopipe.synthetic import fleet
+from iopipe.synthetic.agent_records import EVENT
 from iopipe.synthetic.scenarios import START_NS, time_of
 
 JOBS = REPO / "stream-jobs"
@@ -46,18 +48,25 @@ def java_classpath():
     return f"{JOB_JAR}:{BENCH_JAR}:{OFFLINE_CLASSPATH.read_text().strip()}"
 
 
+# What the template disks send, per disk-second: records, their bytes (unsigned, as JSON),
+# the agent's events (alone or in batches), and records by schema over the whole template.
+Templates = namedtuple("Templates", "per_disk_s bytes_per_disk_s events_per_disk_s by_schema")
+
+
 def write_templates(path, seconds, start_ms=START_NS // MS_NS, batched=False):
     """The template disks' records over `seconds`, fleet.py's clock moved to start at
     `start_ms` (by default its own), as TemplateFleet reads them: each disk's second is sent
     when it ends (its latest time); `batched`: as the batched records (iopipe.record_batches).
-    Returns records per disk-second, and (schema -> count) of the template."""
+    Their disks send the events the agent's default sampling would (schema/sampling.json).
+    Returns what they send (Templates)."""
     shift_ns = start_ms * MS_NS - START_NS
-    disks = fleet.healthy_disks(TEMPLATE_DISKS)
-    by_schema = {}
+    disks = fleet.healthy_disks(TEMPLATE_DISKS, as_the_agent_samples=True)
+    by_schema, events, size = {}, 0, 0
     with open(path, "w") as out:
         for second in range(seconds):
             for j, disk in enumerate(disks):
                 records = disk.second(second)
+                events += sum(record["schema"] == EVENT for record in records)
                 send_at_ms = (max(time_of(record) for record in records) + shift_ns) // MS_NS
                 if batched:
                     records = record_batches.batched(records)
@@ -65,8 +74,11 @@ def write_templates(path, seconds, start_ms=START_NS // MS_NS, batched=False):
                 for record in records:
                     by_schema[record["schema"]] = by_schema.get(record["schema"], 0) + 1
                 for record in records:
-                    out.write(f"{send_at_ms}\t{j}\t{json.dumps(record, separators=(',', ':'))}\n")
-    return sum(by_schema.values()) / (TEMPLATE_DISKS * seconds), by_schema
+                    line = json.dumps(record, separators=(',', ':'))
+                    size += len(line)
+                    out.write(f"{send_at_ms}\t{j}\t{line}\n")
+    disk_seconds = TEMPLATE_DISKS * seconds
+    return Templates(sum(by_schema.values()) / disk_seconds, size / disk_seconds, events / disk_seconds, by_schema)
 
 
 def fleet_options(templates, disks):

@@ -506,7 +506,8 @@ def run_size(cluster, disks, seconds, records):
         templates = Path(scratch) / "templates.tsv"
         # One to two windows ahead, on a window's boundary: time to write the templates.
         start_ms = (int(time.time()) // BASE_WINDOW_S + 2) * BASE_WINDOW_S * 1000
-        per_disk_s, by_schema = write_templates(templates, seconds, start_ms, batched=records == "batched")
+        sent = write_templates(templates, seconds, start_ms, batched=records == "batched")
+        per_disk_s, by_schema = sent.per_disk_s, sent.by_schema
         if set(by_schema) != set(AGENT_RECORDS[records]):
             sys.exit(f"fleet.py sends {sorted(by_schema)}, the benchmark measures the topics of {AGENT_RECORDS[records]}")
         say(f"{disks:,} disks: {per_disk_s:.2f} records per disk-second, {disks * per_disk_s:,.0f} records/s, "
@@ -529,7 +530,7 @@ def run_size(cluster, disks, seconds, records):
     offsets.close()
     say(f"{disks:,} disks: plain consumer {run['plain_rate']:,.0f} records/s")
     run.update(disks=disks, seconds=seconds, per_disk_s=per_disk_s, offered_rate=disks * per_disk_s,
-               by_schema=by_schema)
+               by_schema=by_schema, bytes_per_disk_s=sent.bytes_per_disk_s, events_per_disk_s=sent.events_per_disk_s)
     return run
 
 
@@ -871,6 +872,11 @@ BATCHED_NOTE = ("; the agent's records batched a disk and interval at a time, it
                 "histograms and its events together: iopipe/record_batches.py")
 
 
+EVENTS_NOTE = ("the events the agent's default sampling (schema/sampling.json) sends of these disks' I/O: every outlier "
+               "fleet.py draws, about 1 in uniform_every of the other I/Os and every I/O of a quiet disk; left out, the "
+               "common I/Os past a disk's outlier quantile, at most as many again as the uniform sample.")
+
+
 def report(runs, shape, command):
     held_runs = [r for r in runs if held(r)]
     first = runs[0]
@@ -888,7 +894,9 @@ def report(runs, shape, command):
         f"Each size from cold: the agent topics emptied, fresh TaskManagers (restarted) and a fresh live job, then {first['seconds']} s of a fleet's records on the "
         f"wall clock as `iopipe/synthetic/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind in "
         "every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
-        f"{first['per_disk_s']:.2f} records ({mix}{BATCHED_NOTE if 'io.interval.v1' in first['by_schema'] else ''}). "
+        f"{first['per_disk_s']:.2f} records ({mix}{BATCHED_NOTE if 'io.interval.v1' in first['by_schema'] else ''}), "
+        f"{first['bytes_per_disk_s']:,.0f} bytes of JSON before signing, {first['events_per_disk_s']:.1f} events: "
+        f"{EVENTS_NOTE} "
         "Records/s consumed: the job's consumer group's offsets, committed "
         f"by each checkpoint. Latency: for the disks of {PROBE_HOSTS} hosts, from when a {BASE_WINDOW_S} s "
         "window's last second was sent to Kafka to when its row is first seen in either ClickHouse replica (polled "

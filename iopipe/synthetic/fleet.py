@@ -20,6 +20,7 @@ import math
 import random
 import sys
 
+from iopipe.contract import SAMPLING
 from iopipe.synthetic import scenarios
 from iopipe.synthetic.agent_records import (LATENCY_KINDS, SECTOR_BYTES, AgentRecords, DiskCounters,
                                             latency_histograms, whole_ms)
@@ -38,10 +39,11 @@ class Kind:
     """How one disk serves I/O: `service_us(rng, op, size)` is one I/O's own time on the
     device; `rare` the (share, service_us) of what happens to few I/Os, drawn per I/O
     so a rare stall stays as rare as it is; `channels` how many I/Os it serves at once
-    (1 for a disk arm)."""
+    (1 for a disk arm). `model` what its agent reads from sysfs: every disk of a kind is
+    one model, so a fleet's flash drives meet their model's peers as real fleets' do."""
 
-    def __init__(self, name, rotational, channels, depths, read_share, size, service_us, rare=()):
-        self.name, self.rotational, self.channels = name, rotational, channels
+    def __init__(self, name, model, rotational, channels, depths, read_share, size, service_us, rare=()):
+        self.name, self.model, self.rotational, self.channels = name, model, rotational, channels
         self.depths, self.read_share, self.size, self.service_us = depths, read_share, size, service_us
         self.rare = rare
 
@@ -92,18 +94,18 @@ def flash(read_mean_us, write_mean_us):
 def kinds(rng):
     """Every kind of healthy disk, with this disk's own parameters."""
     return [
-        Kind("hdd7200", True, 1, (1, 1, 2), rng.uniform(0.5, 0.9), rng.choice((4096, 16384, 65536)),
+        Kind("hdd7200", "HDD-7200-4T", True, 1, (1, 1, 2), rng.uniform(0.5, 0.9), rng.choice((4096, 16384, 65536)),
              rotating(rng, 7200, rng.uniform(6, 10), track_cache_hits=rng.uniform(0, 0.25)), [RECALIBRATION]),
-        Kind("hdd7200-wb", True, 1, (1, 2), rng.uniform(0.3, 0.7), 16384,
+        Kind("hdd7200-wb", "HDD-7200-8T-WB", True, 1, (1, 2), rng.uniform(0.3, 0.7), 16384,
              rotating(rng, 7200, rng.uniform(6, 10), write_cache=True), [RECALIBRATION]),
-        Kind("hdd15k", True, 1, (1, 2), rng.uniform(0.6, 0.95), rng.choice((8192, 16384)),
+        Kind("hdd15k", "HDD-15K-600G", True, 1, (1, 2), rng.uniform(0.6, 0.95), rng.choice((8192, 16384)),
              rotating(rng, 15_000, rng.uniform(2, 4.5)), [RECALIBRATION]),
-        Kind("hdd5400-seq", True, 1, (1, 2), 1.0, 131072, streaming(rng)),
-        Kind("ssd", False, 8, (1, 2, 4, 6), rng.uniform(0.5, 0.9), rng.choice((4096, 16384)),
+        Kind("hdd5400-seq", "HDD-5400-8T", True, 1, (1, 2), 1.0, 131072, streaming(rng)),
+        Kind("ssd", "SSD-SATA-960G", False, 8, (1, 2, 4, 6), rng.uniform(0.5, 0.9), rng.choice((4096, 16384)),
              flash(rng.uniform(100, 250), rng.uniform(30, 60)), [gc_stall(0.001)]),
-        Kind("nvme", False, 32, (1, 2, 4, 8, 16), rng.uniform(0.5, 0.9), 4096,
+        Kind("nvme", "NVMe-3.84T", False, 32, (1, 2, 4, 8, 16), rng.uniform(0.5, 0.9), 4096,
              flash(rng.uniform(70, 110), rng.uniform(15, 30)), [gc_stall(0.0002)]),
-        Kind("idle", False, 8, (0,), 0.5, 4096, flash(100, 30)),
+        Kind("idle", "SSD-SATA-240G", False, 8, (0,), 0.5, 4096, flash(100, 30)),
     ]
 
 
@@ -124,12 +126,19 @@ def mean_of(draws):
 
 
 class HealthyDisk:
-    def __init__(self, rng, host, name, kind, interval_ns=SECOND_NS):
+    """One disk's agent records. Its events are either a thin sample (EVENT_EVERY of its
+    latency draws, each standing for its share of the I/Os: few events, for the detection
+    tests' sets) or, with `as_the_agent_samples`, those the agent's default sampling sends
+    (schema/sampling.json), for the benchmarks."""
+
+    def __init__(self, rng, host, name, kind, interval_ns=SECOND_NS, as_the_agent_samples=False):
         self.rng, self.host, self.name, self.kind = rng, host, name, kind
         self.interval_ns = interval_ns  # how often its agent sends: every second by default
+        self.as_the_agent_samples = as_the_agent_samples
+        self.completed_before = None  # its completions in the interval before, as the agent counts them
         self.counters = DiskCounters()
         self.agent = AgentRecords(TASK, first_sector=rng.randrange(1 << 30), host=host, disk=name,
-                                  rotational=kind.rotational)
+                                  rotational=kind.rotational, model=kind.model)
         self.depth = 0
 
     def second(self, second):
@@ -142,19 +151,26 @@ class HealthyDisk:
         out = [self.agent.diskstats(end - self.interval_ns, self.counters, self.depth)] if second == 0 else []
         in_flight_ms = 0.0
         rate = self.depth / (self.mean_latency_us() / 1e6) if self.depth else 0
+        quiet = self.quiet()
+        completed = 0
         for op, share in (("R", self.kind.read_share), ("W", 1 - self.kind.read_share)):
             count = int(rate * share * self.interval_ns / SECOND_NS * self.rng.uniform(0.85, 1.15))
             if count == 0:
                 continue
+            completed += count
             rare = [self.latency(op, service) for share, service in self.kind.rare
                     for _ in range(poisson(self.rng, count * share))][:count]
             common = [self.latency(op) for _ in range(min(count - len(rare), DRAWS * self.interval_ns // SECOND_NS))]
             out.extend(self.histograms(op, end, count, common, rare))
-            out.extend(self.sampled_events(op, end, count - len(rare), common))
-            out.extend(self.outlier_events(op, end, rare))
+            if self.as_the_agent_samples:
+                out.extend(self.agent_events(op, end, count - len(rare), common, rare, quiet))
+            else:
+                out.extend(self.sampled_events(op, end, count - len(rare), common))
+                out.extend(self.outlier_events(op, end, rare))
             latency_ms = (mean_of(common) * (count - len(rare)) + sum(d + q for d, q in rare)) / 1000
             self.counters.complete(op, count, count * self.kind.size // SECTOR_BYTES, whole_ms(latency_ms))
             in_flight_ms += latency_ms
+        self.completed_before = completed
         self.add_busy_time(in_flight_ms)
         out.append(self.agent.diskstats(end, self.counters, self.depth))
         return out
@@ -201,6 +217,31 @@ class HealthyDisk:
         return self.agent.spread_events(op, end, self.interval_ns,
                                         [self.sampled(d, "uniform", count / len(chosen)) for d in chosen])
 
+    def quiet(self):
+        """Whether the agent finds the disk quiet: fewer completions than quiet_ios a second
+        in the interval before (it counts the last second; here the interval's mean)."""
+        if self.completed_before is None or not SAMPLING["quiet_ios"]:
+            return False
+        return self.completed_before * SECOND_NS / self.interval_ns < SAMPLING["quiet_ios"]
+
+    def agent_events(self, op, end, common_count, common, rare, quiet):
+        """The events the agent's default sampling sends of one op's I/Os in the interval:
+        every I/O of a quiet disk (its draws are every I/O then: a quiet disk has fewer than
+        DRAWS a second); else each rare I/O as an outlier and about 1 in uniform_every of the
+        others, each standing for uniform_every; at most the event budget. Left out: the
+        common I/Os past the disk's outlier quantile (at most 1 - outlier_quantile of them,
+        as many again as the uniform sample at the default settings) and flight recordings,
+        which a healthy disk's outliers do not cluster enough to start."""
+        budget = SAMPLING["event_budget"] * self.interval_ns // SECOND_NS
+        if quiet and len(common) == common_count:
+            events = [self.sampled(d, "recorder", 1) for d in common + rare]
+        else:
+            every = SAMPLING["uniform_every"]
+            uniform = poisson(self.rng, common_count / every) if every and common else 0
+            events = ([self.sampled(d, "outlier", 1) for d in rare]
+                      + [self.sampled(self.rng.choice(common), "uniform", every) for _ in range(uniform)])
+        return self.agent.spread_events(op, end, self.interval_ns, events[:budget])
+
     def outlier_events(self, op, end, rare):
         """The agent sends every outlier as itself: a rare I/O never stands for common ones."""
         return self.agent.spread_events(op, end, self.interval_ns, [self.sampled(d, "outlier", 1) for d in rare])
@@ -218,15 +259,16 @@ def disk_name(kind, index):
     return f"nvme{index}n1" if kind.name == "nvme" else f"sd{chr(ord('a') + index % 26)}"
 
 
-def healthy_disks(disks, seed=1):
-    """`disks` healthy disks, DISKS_PER_HOST to a host, the kinds in turn."""
+def healthy_disks(disks, seed=1, as_the_agent_samples=False):
+    """`disks` healthy disks, DISKS_PER_HOST to a host, the kinds in turn (HealthyDisk says
+    what `as_the_agent_samples` changes)."""
     rng = random.Random(seed)
     fleet = []
     for d in range(disks):
         options = kinds(rng)
         kind = options[d % len(options)]
         fleet.append(HealthyDisk(random.Random(rng.random()), f"{HOST_PREFIX}{d // DISKS_PER_HOST:03d}",
-                                 disk_name(kind, d % DISKS_PER_HOST), kind))
+                                 disk_name(kind, d % DISKS_PER_HOST), kind, as_the_agent_samples=as_the_agent_samples))
     return fleet
 
 
