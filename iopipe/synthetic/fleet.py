@@ -136,6 +136,7 @@ class HealthyDisk:
         self.interval_ns = interval_ns  # how often its agent sends: every second by default
         self.as_the_agent_samples = as_the_agent_samples
         self.completed_before = None  # its completions in the interval before, as the agent counts them
+        self.budget_left = 0  # events the agent may still send in this interval
         self.counters = DiskCounters()
         self.agent = AgentRecords(TASK, first_sector=rng.randrange(1 << 30), host=host, disk=name,
                                   rotational=kind.rotational, model=kind.model)
@@ -152,6 +153,7 @@ class HealthyDisk:
         in_flight_ms = 0.0
         rate = self.depth / (self.mean_latency_us() / 1e6) if self.depth else 0
         quiet = self.quiet()
+        self.budget_left = SAMPLING["event_budget"] * self.interval_ns // SECOND_NS
         completed = 0
         for op, share in (("R", self.kind.read_share), ("W", 1 - self.kind.read_share)):
             count = int(rate * share * self.interval_ns / SECOND_NS * self.rng.uniform(0.85, 1.15))
@@ -228,11 +230,11 @@ class HealthyDisk:
         """The events the agent's default sampling sends of one op's I/Os in the interval:
         every I/O of a quiet disk (its draws are every I/O then: a quiet disk has fewer than
         DRAWS a second); else each rare I/O as an outlier and about 1 in uniform_every of the
-        others, each standing for uniform_every; at most the event budget. Left out: the
-        common I/Os past the disk's outlier quantile (at most 1 - outlier_quantile of them,
-        as many again as the uniform sample at the default settings) and flight recordings,
-        which a healthy disk's outliers do not cluster enough to start."""
-        budget = SAMPLING["event_budget"] * self.interval_ns // SECOND_NS
+        others, each standing for uniform_every; at most the disk's event budget, both ops
+        together. Left out: the common I/Os past the disk's outlier quantile (at most
+        1 - outlier_quantile of them, as many again as the uniform sample at the default
+        settings) and flight recordings, which a healthy disk's outliers do not cluster
+        enough to start."""
         if quiet and len(common) == common_count:
             events = [self.sampled(d, "recorder", 1) for d in common + rare]
         else:
@@ -240,7 +242,9 @@ class HealthyDisk:
             uniform = poisson(self.rng, common_count / every) if every and common else 0
             events = ([self.sampled(d, "outlier", 1) for d in rare]
                       + [self.sampled(self.rng.choice(common), "uniform", every) for _ in range(uniform)])
-        return self.agent.spread_events(op, end, self.interval_ns, events[:budget])
+        events = events[:self.budget_left]
+        self.budget_left -= len(events)
+        return self.agent.spread_events(op, end, self.interval_ns, events)
 
     def outlier_events(self, op, end, rare):
         """The agent sends every outlier as itself: a rare I/O never stands for common ones."""
