@@ -6,10 +6,10 @@ Java benchmark given fleet_options copies them onto as many hosts as it is asked
 (io.iopipe.jobs.bench.TemplateFleet)."""
 import json
 import math
-from collections import namedtuple
 import random
 import re
 import sys
+from collections import namedtuple
 
 from iopipe import record_batches
 from iopipe.contract import moved_in_time

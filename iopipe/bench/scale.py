@@ -892,8 +892,8 @@ def report(runs, shape, command):
         "incremental checkpoints; ClickHouse 2 replicas reading every topic), the producer on the same machine.",
         "",
         f"Each size from cold: the agent topics emptied, fresh TaskManagers (restarted) and a fresh live job, then {first['seconds']} s of a fleet's records on the "
-        f"wall clock as `iopipe/synthetic/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind in "
-        "every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
+        f"wall clock as `iopipe/synthetic/fleet.py` makes them: {TEMPLATE_DISKS} of its healthy disks (every kind, each "
+        "one drive model, in every place on a host), each copied onto many hosts by `FleetReplay`; per disk-second "
         f"{first['per_disk_s']:.2f} records ({mix}{BATCHED_NOTE if 'io.interval.v1' in first['by_schema'] else ''}), "
         f"{first['bytes_per_disk_s']:,.0f} bytes of JSON before signing, {first['events_per_disk_s']:.1f} events: "
         f"{EVENTS_NOTE} "

@@ -4,9 +4,11 @@ quiet on everything that is not a seed pathology.
 Each disk is one of several kinds (7200 and 15k rpm HDDs with and without track-cache
 hits or write-back cache, a 5400 rpm disk streaming sequentially, SATA SSDs with rare
 garbage-collection stalls, NVMe drives at queue depths below their knee, idle disks),
-each with its own parameters drawn per disk, and a load that changes every few seconds.
-Per second it sends what the agent would: io.diskstats.v1 counters, io.hist.v1 device,
-queue and total histograms per op, and a uniform sample of io.event.v1. Latencies come
+each with its own parameters drawn per disk, each kind one drive model, and a load that
+changes every few seconds. Per second it sends what the agent would: io.diskstats.v1
+counters, io.hist.v1 device, queue and total histograms per op, and io.event.v1: a thin
+uniform sample and every rare I/O, or the events the agent's default sampling sends
+(HealthyDisk's as_the_agent_samples, which the benchmarks' disks use). Latencies come
 from the kind's physics (seek + rotation + transfer; flash service time with parallel
 channels; Little's law for the rate at a depth), drawn for up to DRAWS I/Os a second of
 the interval and scaled to its count, as scenarios.s6 does: the kernel's histograms count
