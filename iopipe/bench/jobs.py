@@ -8,9 +8,9 @@ it (io.iopipe.jobs.bench.ModelPeersBenchmark, no Kafka): stream-jobs/bench/RESUL
 
     make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R]
                           [--profile-only | --state-only | --models-only])"""
+import argparse
 import datetime
 import os
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -64,8 +64,7 @@ def main():
         seconds = max(args.seconds, STATE_S)
         print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
         write_templates(templates, seconds, batched=args.records == "batched")
-        benchmark = ["java", *taskmanager_java_options(), f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
-                     *JAVA_OPENS, "-cp", classpath, "io.iopipe.jobs.bench.StreamBenchmark", *fleet_options(templates, args.disks),
+        benchmark = [*java_command(classpath, "io.iopipe.jobs.bench.StreamBenchmark"), *fleet_options(templates, args.disks),
                      "--seconds", str(args.seconds)]
         if args.state_only:
             subprocess.run([*benchmark, "--state-only", "yes"], check=True)
@@ -80,10 +79,15 @@ def main():
             subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)
 
 
+def java_command(classpath, main_class):
+    """A benchmark's JVM, run as the TaskManagers run theirs."""
+    return ["java", *taskmanager_java_options(), f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
+            *JAVA_OPENS, "-cp", classpath, main_class]
+
+
 def models_only(classpath, rounds):
     """Runs ModelPeersBenchmark and writes its table, with when, where and how, to RESULTS-models.md."""
-    table = subprocess.run(["java", *taskmanager_java_options(), f"-Dlog4j.configurationFile={JOBS / 'offline-log4j2.properties'}",
-                            *JAVA_OPENS, "-cp", classpath, "io.iopipe.jobs.bench.ModelPeersBenchmark", "--rounds", rounds],
+    table = subprocess.run([*java_command(classpath, "io.iopipe.jobs.bench.ModelPeersBenchmark"), "--rounds", rounds],
                            check=True, stdout=subprocess.PIPE, text=True).stdout
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     MODELS_OUT.write_text(

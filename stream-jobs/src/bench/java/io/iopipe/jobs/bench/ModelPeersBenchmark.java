@@ -8,7 +8,6 @@ import io.iopipe.jobs.records.PipelineTimings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.HashMap;
@@ -100,7 +99,7 @@ public final class ModelPeersBenchmark {
             env.execute("iopipe bench: model peers");
             return (System.nanoTime() - start) / 1e9;
         } finally {
-            deleteTree(checkpoints);
+            StreamBenchmark.deleteTree(checkpoints);
         }
     }
 
@@ -114,14 +113,6 @@ public final class ModelPeersBenchmark {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
         env.enableCheckpointing(PipelineTimings.CHECKPOINT_INTERVAL.toMillis());
         return env;
-    }
-
-    private static void deleteTree(Path root) throws java.io.IOException {
-        try (java.util.stream.Stream<Path> paths = Files.walk(root)) {
-            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        }
     }
 
     /** Window i of the run: drive i mod `drives`, its (i / drives)th window, small reads at a shallow queue. */
@@ -165,7 +156,7 @@ public final class ModelPeersBenchmark {
     }
 
     static String report(List<Integer> sizes, long windows, int rounds, Map<String, List<Double>> seconds) {
-        double base = median(seconds.get(NO_COMPARISON));
+        double base = StreamBenchmark.median(seconds.get(NO_COMPARISON));
         StringBuilder out = new StringBuilder(String.format(Locale.ROOT,
                 "| run (%,d windows of one model, one subtask, RocksDB, checkpoints every %d s) | seconds, median of %d "
                 + "(spread) | µs per window beyond the keyed step alone | windows/s over the whole run (the job's start included) |%n|---|---|---|---|%n",
@@ -173,23 +164,18 @@ public final class ModelPeersBenchmark {
         out.append(String.format(Locale.ROOT, "| %s (%,d drives) | %.1f (%s) | - | - |%n", NO_COMPARISON,
                 sizes.get(sizes.size() - 1), base, spread(seconds.get(NO_COMPARISON))));
         for (int n : sizes) {
-            double s = median(seconds.get(label(n)));
+            double s = StreamBenchmark.median(seconds.get(label(n)));
             double us = (s - base) * 1e6 / windows;
             out.append(String.format(Locale.ROOT, "| %s | %.1f (%s) | %.1f | %,.0f |%n", label(n), s,
                     spread(seconds.get(label(n))), us, windows / s));
         }
         int largest = sizes.get(sizes.size() - 1);
-        double usLargest = (median(seconds.get(label(largest))) - base) * 1e6 / windows;
+        double usLargest = (StreamBenchmark.median(seconds.get(label(largest))) - base) * 1e6 / windows;
         double perSecond = largest / (WINDOW_NS / 1e9);
         out.append(String.format(Locale.ROOT, "%nA model of %,d drives sends its subtask %,.0f windows a second (one per "
                 + "drive per %d s): %.1f%% of a core for the comparison, beside the keyed step's own cost.%n",
                 largest, perSecond, PipelineTimings.WINDOW_SECONDS.get(0), perSecond * usLargest / 1e4));
         return out.toString();
-    }
-
-    static double median(List<Double> values) {
-        List<Double> sorted = values.stream().sorted().toList();
-        return sorted.get(sorted.size() / 2);
     }
 
     static String spread(List<Double> values) {

@@ -465,7 +465,7 @@ public final class StreamBenchmark {
     }
 
     /** Deletes what is left under `root`; Flink may still be removing its finished checkpoints. */
-    private static void deleteTree(Path root) {
+    static void deleteTree(Path root) {
         try (java.util.stream.Stream<Path> paths = Files.walk(root)) {
             for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
@@ -787,7 +787,7 @@ public final class StreamBenchmark {
         return String.join(", ", values.stream().map(v -> String.format("%,.0f", v)).toList());
     }
 
-    private static double median(List<Double> values) {
+    static double median(List<Double> values) {
         List<Double> sorted = values.stream().sorted().toList();
         int n = sorted.size();
         return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;

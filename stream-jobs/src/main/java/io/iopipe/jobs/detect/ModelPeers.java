@@ -156,8 +156,7 @@ public final class ModelPeers {
                 return size;
             }
             long windowEndNs = endNs.get(0);
-            Reads oldest = new Reads(deviceUs.subList(0, size).stream().mapToDouble(Double::doubleValue).toArray(),
-                    weights.subList(0, size).stream().mapToDouble(Double::doubleValue).toArray()).summarized(size - excess);
+            Reads oldest = kept(size).summarized(size - excess);
             dropOldest(size);
             for (int i = oldest.deviceUs.length - 1; i >= 0; i--) {
                 endNs.add(0, windowEndNs);
@@ -180,26 +179,26 @@ public final class ModelPeers {
          * one read standing for a thousand among a few standing for one is one read).
          */
         double levelUs() {
-            Integer[] order = new Integer[deviceUs.size()];
-            double total = 0;
-            double squares = 0;
-            for (int i = 0; i < order.length; i++) {
-                order[i] = i;
-                total += weights.get(i);
-                squares += weights.get(i) * weights.get(i);
-            }
-            if (order.length == 0 || total * total / squares < MIN_READS) {
+            Reads all = kept(deviceUs.size());
+            if (all.deviceUs().length == 0 || all.effectiveSize() < MIN_READS) {
                 return Double.NaN;
             }
-            Arrays.sort(order, (a, b) -> Double.compare(deviceUs.get(a), deviceUs.get(b)));
+            Integer[] order = all.byDeviceTime();
+            double total = all.total();
             double seen = 0;
             for (int i : order) {
-                seen += weights.get(i);
+                seen += all.weights()[i];
                 if (seen >= total / 2) {
-                    return deviceUs.get(i);
+                    return all.deviceUs()[i];
                 }
             }
-            return deviceUs.get(order[order.length - 1]);
+            return all.deviceUs()[order[order.length - 1]];
+        }
+
+        /** Its oldest `reads` kept reads. */
+        private Reads kept(int reads) {
+            return new Reads(deviceUs.subList(0, reads).stream().mapToDouble(Double::doubleValue).toArray(),
+                    weights.subList(0, reads).stream().mapToDouble(Double::doubleValue).toArray());
         }
     }
 
@@ -217,14 +216,9 @@ public final class ModelPeers {
             if (deviceUs.length <= points) {
                 return this;
             }
-            double total = Arrays.stream(weights).sum();
-            double squares = Arrays.stream(weights).map(w -> w * w).sum();
-            int m = (int) Math.max(1, Math.min(points, Math.floor(total * total / squares)));
-            Integer[] order = new Integer[deviceUs.length];
-            for (int i = 0; i < order.length; i++) {
-                order[i] = i;
-            }
-            Arrays.sort(order, (a, b) -> Double.compare(deviceUs[a], deviceUs[b]));
+            double total = total();
+            int m = (int) Math.max(1, Math.min(points, Math.floor(effectiveSize())));
+            Integer[] order = byDeviceTime();
             double[] values = new double[m];
             double[] shares = new double[m];
             double seen = 0;
@@ -241,6 +235,26 @@ public final class ModelPeers {
                 shares[next] = total / m;
             }
             return new Reads(values, shares);
+        }
+
+        double total() {
+            return Arrays.stream(weights).sum();
+        }
+
+        /** Kish's effective sample size: what these reads are worth as reads of equal weight. */
+        double effectiveSize() {
+            double squares = Arrays.stream(weights).map(w -> w * w).sum();
+            return total() * total() / squares;
+        }
+
+        /** Their indices, fastest first. */
+        Integer[] byDeviceTime() {
+            Integer[] order = new Integer[deviceUs.length];
+            for (int i = 0; i < order.length; i++) {
+                order[i] = i;
+            }
+            Arrays.sort(order, (a, b) -> Double.compare(deviceUs[a], deviceUs[b]));
+            return order;
         }
     }
 
