@@ -7,12 +7,11 @@ With --models-only, what a model of many flash drives costs the one subtask that
 it (io.iopipe.jobs.bench.ModelPeersBenchmark, no Kafka): stream-jobs/bench/RESULTS-models.md.
 
     make bench-jobs      (or: python3 -m iopipe.bench.jobs [--disks N --seconds S --rounds R]
-                          [--profile-only | --state-only | --models-only])"""
+                          [--records batched|single] [--profile-only | --state-only | --models-only])"""
 import argparse
 import datetime
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -48,22 +47,24 @@ def main():
     parser.add_argument("--profile-only", action="store_true", help="only profile the job as it runs (after a warm-up)")
     parser.add_argument("--state-only", action="store_true",
                         help="only the keyed state per disk, as the job's serializers write it (no Kafka, no run)")
-    parser.add_argument("--records", choices=("single", "batched"), default="single",
-                        help="the agent records one by one, or batched as the agent sends them by default (--profile-only: "
-                             "the flight-recording disk is made of single events)")
+    parser.add_argument("--records", choices=("single", "batched"), default="batched",
+                        help="the agent records batched, as the agent sends them by default, or one by one (either way "
+                             "the flight-recording disk sends each of its reads as an event of its own)")
     parser.add_argument("--models-only", action="store_true",
                         help="only what a model of 100, 1,000 and 10,000 flash drives costs its subtask (no Kafka)")
     args = parser.parse_args()
     if args.models_only:
         return models_only(java_classpath(), args.rounds)
-    if args.records == "batched" and not args.profile_only:
-        sys.exit("--records batched profiles only (add --profile-only): the flight-recording disk sends single events")
     classpath = java_classpath()
     with tempfile.TemporaryDirectory() as scratch:
         templates = Path(scratch) / "templates.tsv"
         seconds = max(args.seconds, STATE_S)
         print(f"[bench] writing {TEMPLATE_DISKS} template disks' records over {seconds} s", flush=True)
         write_templates(templates, seconds, batched=args.records == "batched")
+        # The flight-recording comparison's fleet sends one by one, batched or not: its recording
+        # disk's reads are single events, and the quiet fleet's records are the most a disk's I/O makes.
+        recording_templates = Path(scratch) / "recording-templates.tsv"
+        write_templates(recording_templates, args.seconds)
         benchmark = [*java_command(classpath, "io.iopipe.jobs.bench.StreamBenchmark"), *fleet_options(templates, args.disks),
                      "--seconds", str(args.seconds)]
         if args.state_only:
@@ -73,6 +74,7 @@ def main():
         kafka = start_kafka(ports)
         try:
             subprocess.run([*benchmark, "--brokers", ports.brokers, "--rounds", args.rounds, "--out", args.out,
+                            "--recording-templates", str(recording_templates),
                             "--profile-out", args.profile_out, *(["--profile-only", "yes"] if args.profile_only else []),
                             "--kafka-config", str(kafka_java_config(ports.brokers))], check=True)
         finally:

@@ -84,10 +84,16 @@ final class TemplateFleet {
     }
 
     static TemplateFleet of(Args args) throws IOException {
+        return of(args, "templates");
+    }
+
+    /** As {@link #of(Args)}, the templates from the file the option `templatesOption` names. */
+    static TemplateFleet of(Args args, String templatesOption) throws IOException {
         int templateDisks = Integer.parseInt(args.required("template-disks"));
-        List<Send> sends = load(Path.of(args.required("templates")), templateDisks, args.required("host-placeholder"));
+        String templates = args.required(templatesOption);
+        List<Send> sends = load(Path.of(templates), templateDisks, args.required("host-placeholder"));
         if (sends.isEmpty()) {
-            throw new IllegalArgumentException("no template records in " + args.required("templates"));
+            throw new IllegalArgumentException("no template records in " + templates);
         }
         return new TemplateFleet(sends, templateDisks, args.required("host-prefix"),
                 Integer.parseInt(args.required("disks-per-host")), Integer.parseInt(args.required("disks")));

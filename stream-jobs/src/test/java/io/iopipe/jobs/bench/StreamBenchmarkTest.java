@@ -10,8 +10,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iopipe.jobs.Args;
 import io.iopipe.jobs.records.DiskstatsSample;
+import io.iopipe.jobs.records.EventBatch;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
+import io.iopipe.jobs.records.IntervalRecord;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.testing.SchemaFiles;
@@ -35,6 +37,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class StreamBenchmarkTest {
     private static final List<String> AGENT_RECORDS = List.of(DiskstatsSample.SCHEMA, HistRecord.SCHEMA, IoEvent.SCHEMA);
+    /** What an agent sends by default: its records batched a disk and interval at a time. */
+    private static final List<String> AGENT_BATCHES = List.of(IntervalRecord.SCHEMA, EventBatch.SCHEMA);
     private static final String PLACEHOLDER = "{host}";
     private static final String HOST_PREFIX = "bench-";
     private static final int DISKS_PER_HOST = 8;
@@ -46,10 +50,15 @@ class StreamBenchmarkTest {
 
     /** A template file of `sends` send times a second apart, and the fleet of `disks` disks made of it. */
     private static TemplateFleet fleet(Path dir, int sends, int disks) throws Exception {
+        return fleet(dir, sends, disks, AGENT_RECORDS);
+    }
+
+    /** As above, each template disk sending an example of each of `records`. */
+    private static TemplateFleet fleet(Path dir, int sends, int disks, List<String> records) throws Exception {
         List<String> lines = new ArrayList<>();
         for (int send = 0; send < sends; send++) {
             for (int j = 0; j < TEMPLATE_DISKS; j++) {
-                for (String record : AGENT_RECORDS) {
+                for (String record : records) {
                     lines.add((FIRST_SEND_MS + send * ONE_SECOND_MS) + "\t" + j + "\t" + Json.write(template(record, j)));
                 }
             }
@@ -120,6 +129,14 @@ class StreamBenchmarkTest {
         assertTrue(mean.detector() > 0 && mean.windows() > 0 && mean.clocks() > 0 && mean.lastSample() > 0
                 && mean.rollups() > 0, mean.toString());
         assertTrue(state.largest() >= mean.total(), state.toString());
+    }
+
+    @Test
+    void aDiskSendingBatchesKeepsTheirPartsAndItsLastSample(@TempDir Path dir) throws Exception {
+        StreamBenchmark.State state = StreamBenchmark.statePerDisk(fleet(dir, 1, DISKS, AGENT_BATCHES));
+        StreamBenchmark.StateBytes mean = state.mean();
+        assertEquals(TEMPLATE_DISKS, state.disks());
+        assertTrue(mean.openRecords() > 0 && mean.lastSample() > 0 && mean.rollups() > 0, mean.toString());
     }
 
     @Test
