@@ -79,9 +79,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * by its host as the agents sign theirs ({@link HostSignatures}, with a master secret made
  * for the run). Each round, a plain consumer reads them all (bytes, nothing else done),
  * then the live job's graph (decode, diskstats deltas, 10 s and 1 min windows, detectors)
- * reads them as a bounded Kafka source on a local cluster of PARALLELISM slots three times
+ * reads them as a bounded Kafka source on a local cluster of PARALLELISM slots four times
  * ({@link Deployment}): as the live job runs (RocksDB, checkpoints, the Kafka sink,
- * signatures checked), and the graph alone checking signatures and taking records unsigned,
+ * signatures checked), the same without writing its accepted records again, and the graph
+ * alone checking signatures and taking records unsigned,
  * in an order that changes every round. Running them all in every round lets a burst of
  * load on the machine hit them alike. Each rate is records over the time from the first
  * record read to the last output. Then the job as it runs over a smaller fleet with and
@@ -188,22 +189,34 @@ public final class StreamBenchmark {
 
     static final String PLAIN_CONSUMER = "plain KafkaConsumer";
     static final String JOB_AS_RUN = "the job as it runs: RocksDB, checkpoints, Kafka sink, host signatures checked";
+    static final String ACCEPTED_NOT_WRITTEN = "the job as it runs, its accepted records not written again";
     static final String CHECKED_JOB_GRAPH = "job graph alone (heap state, outputs discarded), host signatures checked";
     static final String JOB_GRAPH = "job graph alone, records taken unsigned";
 
     /** Records per second of each reader, one per round; the checkpoints the job as it runs completed in each. */
-    record Rates(List<Double> plain, List<Double> asRun, List<Double> checked, List<Double> job, List<Long> checkpoints) {
+    record Rates(List<Double> plain, List<Double> asRun, List<Double> acceptedNotWritten, List<Double> checked,
+                 List<Double> job, List<Long> checkpoints) {
         Rates() {
-            this(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+            this(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
+                    new ArrayList<>());
         }
     }
 
     /**
      * Where the job graph keeps its state and what becomes of its outputs: as the live job
      * runs (the cluster's RocksDB with incremental checkpoints, infra/flink/start-flink.sh;
-     * LiveJob's checkpoint interval and Kafka sink), or the graph alone.
+     * LiveJob's checkpoint interval and Kafka sink); the same with its accepted records
+     * discarded, not written to the accepted topics again (what ClickHouse's raw tables read:
+     * what that second write costs); or the graph alone.
      */
-    enum Deployment { AS_RUN, GRAPH_ALONE }
+    enum Deployment {
+        AS_RUN, AS_RUN_ACCEPTED_NOT_WRITTEN, GRAPH_ALONE;
+
+        /** State in RocksDB, checkpoints on, as the live job runs. */
+        boolean checkpointed() {
+            return this != GRAPH_ALONE;
+        }
+    }
 
     /** One way of running the job graph, and its rate in each round. */
     private record JobRun(String reader, Pipeline.Config config, Deployment deployment, List<Double> rates) {}
@@ -221,6 +234,7 @@ public final class StreamBenchmark {
         Rates rates = new Rates();
         Pipeline.Config checked = checkingSignatures(masterSecret);
         List<JobRun> jobRuns = List.of(new JobRun(JOB_AS_RUN, checked, Deployment.AS_RUN, rates.asRun()),
+                new JobRun(ACCEPTED_NOT_WRITTEN, checked, Deployment.AS_RUN_ACCEPTED_NOT_WRITTEN, rates.acceptedNotWritten()),
                 new JobRun(CHECKED_JOB_GRAPH, checked, Deployment.GRAPH_ALONE, rates.checked()),
                 new JobRun(JOB_GRAPH, new Pipeline.Config(), Deployment.GRAPH_ALONE, rates.job()));
         for (int round = 1; round <= rounds; round++) {
@@ -438,6 +452,9 @@ public final class StreamBenchmark {
                 // As the live job writes them (LiveJob.build): the accepted records by a sink of their own.
                 derived.sinkTo(KafkaIo.sink(brokers, kafka)).name("output topics");
                 accepted.sinkTo(KafkaIo.sink(brokers, kafka)).name("accepted topics");
+            } else if (deployment == Deployment.AS_RUN_ACCEPTED_NOT_WRITTEN) {
+                derived.sinkTo(KafkaIo.sink(brokers, kafka)).name("output topics");
+                accepted.sinkTo(new DiscardingSink<>()).name("discard accepted");
             } else {
                 derived.union(accepted).sinkTo(new DiscardingSink<>()).name("discard");
             }
@@ -468,7 +485,7 @@ public final class StreamBenchmark {
     /** A local cluster of PARALLELISM slots; its state and checkpoints as `deployment` says, checkpoints under `checkpoints`. */
     private static StreamExecutionEnvironment environment(Deployment deployment, Path checkpoints) {
         Configuration conf = new Configuration();
-        if (deployment == Deployment.AS_RUN) {
+        if (deployment.checkpointed()) {
             // A failure would restart the job for ever and count its replayed records twice: fail the run instead.
             conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
             conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
@@ -476,7 +493,7 @@ public final class StreamBenchmark {
             conf.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
         }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(PARALLELISM, conf);
-        if (deployment == Deployment.AS_RUN) {
+        if (deployment.checkpointed()) {
             env.enableCheckpointing(PipelineTimings.CHECKPOINT_INTERVAL.toMillis());
         }
         return env;
@@ -716,15 +733,17 @@ public final class StreamBenchmark {
                         + perDiskSecond(produced, fleet.disks(), seconds) + ") in one topic of " + PARTITIONS + " partitions, "
                         + "each record signed by its host as the agents sign theirs (an " + HostSignatures.HEADER + " header, "
                         + "schema/signing.json; " + String.format("%,d", produced.hosts()) + " hosts). "
-                        + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then three times with the "
+                        + "Each round reads the whole topic with a plain KafkaConsumer (bytes only), then four times with the "
                         + "live job's graph (decode, diskstats deltas, 10 s and 1 min windows on each disk's clock, detectors, "
                         + "latency rollups) as a bounded source: as the live job runs (state in RocksDB with incremental "
                         + "checkpoints every " + PipelineTimings.CHECKPOINT_INTERVAL.toSeconds() + " s, its outputs to the "
                         + "output topics through the at-least-once Kafka sink, every record's signature checked against its "
-                        + "host's key given the master secret's file, --" + HostSignatures.OPTION + "); then the graph alone "
+                        + "host's key given the master secret's file, --" + HostSignatures.OPTION + "); the same with its "
+                        + "accepted records discarded, not written to the accepted topics again (what that second write "
+                        + "costs); then the graph alone "
                         + "(heap state, no checkpoints, outputs discarded), checking signatures and taking records unsigned. "
                         + "After " + warmUps + " runs of the graph alone over " + WARM_UP.toSeconds() + " s to warm the JIT "
-                        + "up, the three take turns at going first, every other round backwards. Each accepts every record; its time runs from its first record read to its "
+                        + "up, the four take turns at going first, every other round backwards. Each accepts every record; its time runs from its first record read to its "
                         + "last output (not the last checkpoint a bounded job waits for, nor the local cluster's shutdown, "
                         + "which results before 2026-11-27 counted). RocksDB has the local cluster's managed memory (Flink's "
                         + "default for a local cluster, 128 MiB for both slots); the Kafka broker taking the outputs shares "
@@ -734,6 +753,7 @@ public final class StreamBenchmark {
                 "|---|---|---|---|---|---|",
                 row(PLAIN_CONSUMER, rates.plain(), cores, perDiskSecond, plain, job),
                 row(JOB_AS_RUN, rates.asRun(), cores, perDiskSecond, plain, job),
+                row(ACCEPTED_NOT_WRITTEN, rates.acceptedNotWritten(), cores, perDiskSecond, plain, job),
                 row(CHECKED_JOB_GRAPH, rates.checked(), cores, perDiskSecond, plain, job),
                 row(JOB_GRAPH, rates.job(), cores, perDiskSecond, plain, job),
                 "",
@@ -741,8 +761,9 @@ public final class StreamBenchmark {
                         + joined(rates.checkpoints()) + ".",
                 "",
                 "RocksDB, checkpoints and the Kafka sink, round by round (as run / graph alone, both checking signatures): "
-                        + ratios(rates.asRun(), rates.checked()) + ". Checking signatures (checked / unchecked graph alone): "
-                        + ratios(rates.checked(), rates.job()) + ".",
+                        + ratios(rates.asRun(), rates.checked()) + ". Writing the accepted records again (as run / "
+                        + "without that write): " + ratios(rates.asRun(), rates.acceptedNotWritten()) + ". Checking "
+                        + "signatures (checked / unchecked graph alone): " + ratios(rates.checked(), rates.job()) + ".",
                 "",
                 stateReport(state),
                 "",
