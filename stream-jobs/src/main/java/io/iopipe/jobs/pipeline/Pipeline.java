@@ -21,6 +21,7 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamUtils;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
@@ -150,8 +151,7 @@ public final class Pipeline {
                 latencyRollups(windowsAndAmendments.filter(w -> w.revision == 0).name(base + "s windows and amendments")
                         .uid("windows-and-amendments"), config));
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
-            SingleOutputStreamOperator<DiskWindow> longer = windows
-                    .keyBy(DiskWindow::key)
+            SingleOutputStreamOperator<DiskWindow> longer = sameDisk(windows)
                     .process(new RollUpWindows(seconds, config.diskIdleness.toMillis(), config.diskForgottenAfter.toMillis()))
                     .returns(DiskWindowSerializer.TYPE)
                     .name(seconds + "s windows").uid("windows-" + seconds + "s");
@@ -198,9 +198,17 @@ public final class Pipeline {
         }
     }
 
+    /**
+     * A disk's windows, keyed by their disk as they already are: each comes out of its disk's
+     * 10 s windows, so the longer windows and the latency rollups chain to them, and a window
+     * is neither serialized nor handed to another thread on its way there (its events and all).
+     */
+    private static KeyedStream<DiskWindow, String> sameDisk(DataStream<DiskWindow> windows) {
+        return DataStreamUtils.reinterpretAsKeyedStream(windows, DiskWindow::key);
+    }
+
     private static DataStream<OutputRecord> latencyRollups(DataStream<DiskWindow> windows, Config config) {
-        SingleOutputStreamOperator<OutputRecord> rollups = windows
-                .keyBy(DiskWindow::key)
+        SingleOutputStreamOperator<OutputRecord> rollups = sameDisk(windows)
                 .process(new LatencyRollups(config.latencyPeriodSeconds, config.diskIdleness.toMillis(),
                         config.diskForgottenAfter.toMillis()))
                 .name("latency rollups").uid("latency-rollups");
