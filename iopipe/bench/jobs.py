@@ -39,9 +39,9 @@ def start_kafka(ports):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--disks", type=int, default=3000, help=f"disks in the fleet: its {TEMPLATE_DISKS} template disks copied in turn")
-    parser.add_argument("--seconds", type=int, default=60, help="seconds of the fleet's records the readers read")
-    parser.add_argument("--rounds", default="5", help="rounds of every reader; the first runs on a cold JIT")
+    parser.add_argument("--disks", type=int, default=10000, help=f"disks in the fleet: its {TEMPLATE_DISKS} template disks copied in turn")
+    parser.add_argument("--seconds", type=int, default=30, help="seconds of the fleet's records the readers read")
+    parser.add_argument("--rounds", default="3", help="rounds of every reader, after the job has warmed the JIT up")
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
     parser.add_argument("--profile-out", default=str(JOBS / "bench/PROFILE.md"), help="where the CPU profile goes")
     parser.add_argument("--profile-only", action="store_true", help="only profile the job as it runs (after a warm-up)")

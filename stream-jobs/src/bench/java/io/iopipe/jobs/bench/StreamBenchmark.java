@@ -131,7 +131,7 @@ public final class StreamBenchmark {
         try {
             HostSignatures signatures = HostSignatures.fromFile(masterSecret);
             Produced produced = produce(brokers, kafka, topic, fleet, seconds, signatures);
-            int warmUps = warmUp(brokers, kafka, topic, produced.records());
+            int warmUps = warmUp(brokers, kafka, topic, produced.records(), masterSecret);
             if (args.has("profile-only")) {
                 write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret));
                 return;
@@ -164,24 +164,29 @@ public final class StreamBenchmark {
     }
 
     /**
-     * Runs of the graph alone, not measured, for at least {@link #WARM_UP} (at least one run):
-     * the rounds after them all start on a JIT they warmed up. Timed rather than counted: the
-     * JIT takes about as long whatever the topic holds, and a topic of batched records is read
-     * in a few seconds, before C2 has compiled what the job runs. Returns how many ran.
+     * Runs not measured, the job as it runs and the graph alone in turn, for at least
+     * {@link #WARM_UP} and one of each: the rounds after them all start on a JIT they warmed
+     * up, on the paths of each (RocksDB's calls and the Kafka sink's; the heap state's).
+     * Timed rather than counted: the JIT takes about as long whatever the topic holds, and a
+     * topic of batched records is read in seconds, before C2 has compiled what the job runs.
+     * Returns how many ran.
      */
-    private static int warmUp(String brokers, KafkaClientConfig kafka, String topic, long records) throws Exception {
+    private static int warmUp(String brokers, KafkaClientConfig kafka, String topic, long records, Path masterSecret)
+            throws Exception {
         long until = System.nanoTime() + WARM_UP.toNanos();
         int runs = 0;
         do {
+            Deployment deployment = runs % 2 == 0 ? Deployment.AS_RUN : Deployment.GRAPH_ALONE;
             runs++;
-            say("warming up: the graph alone over the topic, run %d (for %d s in all)", runs, WARM_UP.toSeconds());
-            jobRate(brokers, kafka, topic, records, new Pipeline.Config(), Deployment.GRAPH_ALONE);
-        } while (System.nanoTime() < until);
+            say("warming up: %s over the topic, run %d (for %d s in all)",
+                    deployment == Deployment.AS_RUN ? "the job as it runs" : "the graph alone", runs, WARM_UP.toSeconds());
+            jobRate(brokers, kafka, topic, records, checkingSignatures(masterSecret), deployment);
+        } while (runs < 2 || System.nanoTime() < until);
         return runs;
     }
 
-    /** How long the graph alone runs before any run is measured. */
-    static final Duration WARM_UP = Duration.ofSeconds(60);
+    /** How long the job runs before any run is measured. */
+    static final Duration WARM_UP = Duration.ofSeconds(120);
 
     static void say(String format, Object... values) {
         System.err.printf("[bench] " + format + "%n", values);
@@ -264,8 +269,8 @@ public final class StreamBenchmark {
             return String.join("\n", "# Stream jobs: where the job as it runs spends its CPU", "",
                     String.format("Measured %s by `make bench-jobs` on %d CPUs (Java %d, Flink local cluster, parallelism %d): "
                             + "the job as it runs (RocksDB with incremental checkpoints, the Kafka sink, signatures checked; "
-                            + "see RESULTS.md) over %,d records of %,d disks over %d s, after runs of the graph alone for %d s to warm "
-                            + "the JIT up, ", LocalDate.now(), Runtime.getRuntime().availableProcessors(),
+                            + "see RESULTS.md) over %,d records of %,d disks over %d s, after runs of the job as it runs and of the "
+                            + "graph alone in turn for %d s to warm the JIT up, ", LocalDate.now(), Runtime.getRuntime().availableProcessors(),
                             Runtime.version().feature(), PARALLELISM, records, disks, seconds, WARM_UP.toSeconds())
                             + "sampled by the JDK's Flight Recorder "
                             + "from its first record read to its last output: every 10 ms up to 5 threads running Java "
@@ -742,8 +747,8 @@ public final class StreamBenchmark {
                         + "accepted records discarded, not written to the accepted topics again (what that second write "
                         + "costs); then the graph alone "
                         + "(heap state, no checkpoints, outputs discarded), checking signatures and taking records unsigned. "
-                        + "After " + warmUps + " runs of the graph alone over " + WARM_UP.toSeconds() + " s to warm the JIT "
-                        + "up, the four take turns at going first, every other round backwards. Each accepts every record; its time runs from its first record read to its "
+                        + "After " + warmUps + " runs of the job as it runs and of the graph alone in turn, over "
+                        + WARM_UP.toSeconds() + " s, to warm the JIT up, the four take turns at going first, every other round backwards. Each accepts every record; its time runs from its first record read to its "
                         + "last output (not the last checkpoint a bounded job waits for, nor the local cluster's shutdown, "
                         + "which results before 2026-11-27 counted). RocksDB has the local cluster's managed memory (Flink's "
                         + "default for a local cluster, 128 MiB for both slots); the Kafka broker taking the outputs shares "
