@@ -94,8 +94,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Options: --brokers, --kafka-config (optional: how to connect, {@link KafkaClientConfig}),
  * the fleet's ({@link TemplateFleet}), --seconds (of the fleet's records), --rounds (default
  * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000),
- * --recording-rounds (default 3), --recording-templates (the recording fleet's template file: its disks'
- * records one by one, the most records their I/O makes), --out (results file), --profile-out (the profile's file),
+ * --recording-rounds (default 3), --recording-templates (the recording fleet's template file:
+ * its disks' records one by one, the most records their I/O makes), --out (results file),
+ * --profile-out (the profile's file),
  * --profile-only yes (only the warm-up and the profile), --state-only yes (only the state per disk: no Kafka).
  */
 public final class StreamBenchmark {
@@ -269,9 +270,10 @@ public final class StreamBenchmark {
             return String.join("\n", "# Stream jobs: where the job as it runs spends its CPU", "",
                     String.format("Measured %s by `make bench-jobs` on %d CPUs (Java %d, Flink local cluster, parallelism %d): "
                             + "the job as it runs (RocksDB with incremental checkpoints, the Kafka sink, signatures checked; "
-                            + "see RESULTS.md) over %,d records of %,d disks over %d s, after runs of the job as it runs and of the "
-                            + "graph alone in turn for %d s to warm the JIT up, ", LocalDate.now(), Runtime.getRuntime().availableProcessors(),
-                            Runtime.version().feature(), PARALLELISM, records, disks, seconds, WARM_UP.toSeconds())
+                            + "see RESULTS.md) over %,d records of %,d disks over %d s, after runs of the job as it runs "
+                            + "and of the graph alone in turn for %d s to warm the JIT up, ", LocalDate.now(),
+                            Runtime.getRuntime().availableProcessors(), Runtime.version().feature(), PARALLELISM, records,
+                            disks, seconds, WARM_UP.toSeconds())
                             + "sampled by the JDK's Flight Recorder "
                             + "from its first record read to its last output: every 10 ms up to 5 threads running Java "
                             + "code, and one thread in a native call in turn (a task's calls into RocksDB; also a thread "
@@ -748,7 +750,8 @@ public final class StreamBenchmark {
                         + "costs); then the graph alone "
                         + "(heap state, no checkpoints, outputs discarded), checking signatures and taking records unsigned. "
                         + "After " + warmUps + " runs of the job as it runs and of the graph alone in turn, over "
-                        + WARM_UP.toSeconds() + " s, to warm the JIT up, the four take turns at going first, every other round backwards. Each accepts every record; its time runs from its first record read to its "
+                        + WARM_UP.toSeconds() + " s, to warm the JIT up, the four take turns at going first, every other "
+                        + "round backwards. Each accepts every record; its time runs from its first record read to its "
                         + "last output (not the last checkpoint a bounded job waits for, nor the local cluster's shutdown, "
                         + "which results before 2026-11-27 counted). RocksDB has the local cluster's managed memory (Flink's "
                         + "default for a local cluster, 128 MiB for both slots); the Kafka broker taking the outputs shares "
