@@ -728,7 +728,7 @@ public final class StreamBenchmark {
         double plain = median(rates.plain());
         double job = median(rates.asRun());
         int cores = Runtime.getRuntime().availableProcessors();
-        double perDiskSecond = produced.records() / ((double) fleet.disks() * seconds);
+        double perDiskSecond = recordsPerDiskSecond(produced, fleet.disks(), seconds);
         return String.join("\n",
                 "# Stream jobs: throughput of the job graph and state per disk",
                 "",
@@ -838,7 +838,11 @@ public final class StreamBenchmark {
         double diskSeconds = (double) disks * seconds;
         List<String> each = new ArrayList<>();
         produced.bySchema().forEach((schema, count) -> each.add(String.format("%s %.2f", schema, count / diskSeconds)));
-        return String.format("%.2f records: %s", produced.records() / diskSeconds, String.join(", ", each));
+        return String.format("%.2f records: %s", recordsPerDiskSecond(produced, disks, seconds), String.join(", ", each));
+    }
+
+    private static double recordsPerDiskSecond(Produced produced, int disks, int seconds) {
+        return produced.records() / ((double) disks * seconds);
     }
 
     private static String row(String reader, List<Double> rates, int cores, double recordsPerDiskSecond, double plainMedian,

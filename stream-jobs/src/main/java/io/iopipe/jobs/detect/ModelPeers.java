@@ -243,8 +243,9 @@ public final class ModelPeers {
 
         /** Kish's effective sample size: what these reads are worth as reads of equal weight. */
         double effectiveSize() {
+            double total = total();
             double squares = Arrays.stream(weights).map(w -> w * w).sum();
-            return total() * total() / squares;
+            return total * total / squares;
         }
 
         /** Their indices, fastest first. */

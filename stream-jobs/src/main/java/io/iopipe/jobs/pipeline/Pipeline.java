@@ -200,7 +200,7 @@ public final class Pipeline {
 
     /**
      * A disk's windows, keyed by their disk as they already are: each comes out of its disk's
-     * 10 s windows, so the longer windows and the latency rollups chain to them, and a window
+     * first windows, so the longer windows and the latency rollups chain to them, and a window
      * is neither serialized nor handed to another thread on its way there (its events and all).
      */
     private static KeyedStream<DiskWindow, String> sameDisk(DataStream<DiskWindow> windows) {
