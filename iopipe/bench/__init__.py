@@ -39,6 +39,18 @@ def taskmanager_java_options():
     return found[1].split()
 
 
+def taskmanager_memory():
+    """What the stack's TaskManagers have (infra/flink/start-flink.sh): their process size as
+    Flink writes it (2048m) and their slots, for a benchmark's cluster to give each slot the
+    managed memory (RocksDB's) a TaskManager's slot has."""
+    text = START_FLINK.read_text()
+    size = re.search(r"^taskmanager:\n(?:  .*\n)*?  memory:\n    process:\n      size: (\S+)$", text, re.M)
+    slots = re.search(r"^  numberOfTaskSlots: \$\{FLINK_TASK_SLOTS:-(\d+)\}$", text, re.M)
+    if not size or not slots:
+        sys.exit(f"{START_FLINK} sets no taskmanager.memory.process.size or taskmanager.numberOfTaskSlots")
+    return size[1], int(slots[1])
+
+
 def java_classpath():
     """What `java -cp` runs a benchmark class of stream-jobs/src/bench with: the job jar, the
     benchmarks' jar and their dependencies, all built by `make jobs`."""

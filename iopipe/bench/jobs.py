@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 from iopipe import stack
-from iopipe.bench import JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, taskmanager_java_options, write_templates
+from iopipe.bench import (JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, taskmanager_java_options, taskmanager_memory,
+                          write_templates)
 from iopipe.ports import Ports
 from iopipe.readiness import container_alive, container_log_contains, wait_for
 from iopipe.stack_kafka import kafka_java_config
@@ -65,8 +66,9 @@ def main():
         # disk's reads are single events, and the quiet fleet's records are the most a disk's I/O makes.
         recording_templates = Path(scratch) / "recording-templates.tsv"
         write_templates(recording_templates, args.seconds)
+        process_size, slots = taskmanager_memory()
         benchmark = [*java_command(classpath, "io.iopipe.jobs.bench.StreamBenchmark"), *fleet_options(templates, args.disks),
-                     "--seconds", str(args.seconds)]
+                     "--seconds", str(args.seconds), "--taskmanager-process-size", process_size, "--taskmanager-slots", str(slots)]
         if args.state_only:
             subprocess.run([*benchmark, "--state-only", "yes"], check=True)
             return
@@ -76,9 +78,30 @@ def main():
             subprocess.run([*benchmark, "--brokers", ports.brokers, "--rounds", args.rounds, "--out", args.out,
                             "--recording-templates", str(recording_templates),
                             "--profile-out", args.profile_out, *(["--profile-only", "yes"] if args.profile_only else []),
+                            *broker_cpu_option(kafka),
                             "--kafka-config", str(kafka_java_config(ports.brokers))], check=True)
         finally:
             subprocess.run(["docker", "stop", kafka], check=False, stdout=subprocess.DEVNULL)
+
+
+def broker_cpu_option(container):
+    """The broker container's CPU account for the profile (--broker-cpu): cgroup v1's
+    cpuacct.usage or v2's cpu.stat, wherever this Docker keeps it; none if not found."""
+    full_id = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", container],
+                             capture_output=True, text=True).stdout.strip()
+    for account in container_cpu_accounts(full_id):
+        if account.exists():
+            return ["--broker-cpu", str(account)]
+    print("[bench] the broker container's CPU account was not found: the profile leaves the broker out", flush=True)
+    return []
+
+
+def container_cpu_accounts(full_id, root=Path("/sys/fs/cgroup")):
+    """Where a container's CPU account may be: under the cgroupfs or the systemd driver, cgroup v1 or v2."""
+    return [root / "cpuacct" / "docker" / full_id / "cpuacct.usage",
+            root / "cpuacct" / "system.slice" / f"docker-{full_id}.scope" / "cpuacct.usage",
+            root / "docker" / full_id / "cpu.stat",
+            root / "system.slice" / f"docker-{full_id}.scope" / "cpu.stat"]
 
 
 def java_command(classpath, main_class):

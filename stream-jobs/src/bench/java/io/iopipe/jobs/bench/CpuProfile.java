@@ -44,6 +44,8 @@ final class CpuProfile {
         long nativeSamples;
         final Map<String, Long> self = new HashMap<>();
         final Map<String, Long> total = new HashMap<>();
+        /** Per native call: the method on top, and the job's own method that made it. */
+        final Map<String, Long> nativeCalls = new HashMap<>();
     }
 
     private final Map<String, Task> tasks = new HashMap<>();
@@ -95,6 +97,9 @@ final class CpuProfile {
         Task task = tasks.computeIfAbsent(taskName, t -> new Task());
         if (inNative) {
             task.nativeSamples++;
+            if (!frames.isEmpty()) {
+                task.nativeCalls.merge(nativeCall(frames), 1L, Long::sum);
+            }
             return;
         }
         task.samples++;
@@ -110,6 +115,18 @@ final class CpuProfile {
                 task.total.merge(m, 1L, Long::sum);
             }
         }
+    }
+
+    /** The native method a sample was in, and the job's own method nearest below it: which state a RocksDB call read. */
+    private static String nativeCall(List<RecordedFrame> frames) {
+        String top = method(frames.get(0));
+        for (RecordedFrame f : frames) {
+            String m = method(f);
+            if (m.startsWith(OWN) && !m.startsWith(RELOCATED)) {
+                return "`" + top + "` from `" + m + "`";
+            }
+        }
+        return "`" + top + "`";
     }
 
     /** Samples of Flink task threads in Java code. */
@@ -147,7 +164,21 @@ final class CpuProfile {
         return String.format("%n%s, %s:%n%n", which, task.getKey())
                 + table("method it was in (self)", task.getValue().self, task.getValue().samples, top)
                 + String.format("%n")
-                + table("iopipe method it passed through (total)", task.getValue().total, task.getValue().samples, top);
+                + table("iopipe method it passed through (total)", task.getValue().total, task.getValue().samples, top)
+                + nativeCalls(task.getValue(), top);
+    }
+
+    /** The task's native calls, by the native method and the job's method that called it, as shares of its native samples. */
+    private static String nativeCalls(Task task, int top) {
+        if (task.nativeSamples == 0) {
+            return "";
+        }
+        StringBuilder out = new StringBuilder(String.format("%n| native call (from the job's method nearest below it) "
+                + "| share of the task's %,d native samples |%n|---|---|%n", task.nativeSamples));
+        task.nativeCalls.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue(), a.getValue())).limit(top)
+                .forEach(m -> out.append(String.format("| %s | %.1f%% |%n", m.getKey(),
+                        100.0 * m.getValue() / task.nativeSamples)));
+        return out.toString();
     }
 
     private static String table(String heading, Map<String, Long> counts, long of, int top) {

@@ -51,11 +51,14 @@ import org.apache.flink.api.common.serialization.SerializerConfigImpl;
 import org.apache.flink.api.common.state.CheckpointListener;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.core.memory.DataOutputSerializer;
+import org.apache.flink.runtime.clusterframework.TaskExecutorProcessUtils;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -96,8 +99,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * 5), --recording-fleet-disks (default 1000), --recorded-per-second (default 1000),
  * --recording-rounds (default 3), --recording-templates (the recording fleet's template file:
  * its disks' records one by one, the most records their I/O makes), --out (results file),
- * --profile-out (the profile's file),
- * --profile-only yes (only the warm-up and the profile), --state-only yes (only the state per disk: no Kafka).
+ * --taskmanager-process-size and --taskmanager-slots (the stack's TaskManagers: each slot of the
+ * local cluster gets the managed memory one of theirs has),
+ * --profile-out (the profile's file), --broker-cpu (the broker container's cgroup CPU account,
+ * for the profile), --profile-only yes (only the warm-up and the profile), --state-only yes (only the state per disk: no Kafka).
  */
 public final class StreamBenchmark {
     static final int PARALLELISM = 2;
@@ -125,6 +130,8 @@ public final class StreamBenchmark {
         Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
         Path out = args.has("out") ? Path.of(args.get("out", "")) : null;
         Path profileOut = args.has("profile-out") ? Path.of(args.get("profile-out", "")) : null;
+        slotManagedMemory = slotManagedMemory(args.required("taskmanager-process-size"),
+                Integer.parseInt(args.required("taskmanager-slots")));
         if (args.has("state-only")) {
             System.out.println(stateReport(statePerDisk(fleet)));
             return;
@@ -134,7 +141,8 @@ public final class StreamBenchmark {
             Produced produced = produce(brokers, kafka, topic, fleet, seconds, signatures);
             int warmUps = warmUp(brokers, kafka, topic, produced.records(), masterSecret);
             if (args.has("profile-only")) {
-                write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret));
+                write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret,
+                        brokerCpu(args)));
                 return;
             }
             Rates rates = measure(brokers, kafka, topic, produced.records(), rounds, masterSecret);
@@ -149,7 +157,8 @@ public final class StreamBenchmark {
             report += recordingReport(recordingFleet.disks(), recordedPerSecond,
                     measureRecording(brokers, kafka, topic, quiet, oneRecording, recordingRounds, masterSecret));
             write(out, report);
-            write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret));
+            write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret,
+                    brokerCpu(args)));
         } finally {
             Files.deleteIfExists(masterSecret);
         }
@@ -257,28 +266,70 @@ public final class StreamBenchmark {
         return rates;
     }
 
-    /** Where the job as it runs spends its CPU over the whole topic once more, sampled by Flight Recorder. */
+    /**
+     * The machine's CPU model, as " of model" (" of AMD EPYC"), or nothing where the kernel
+     * does not say: machines of one size differ in speed, so figures of two are compared as
+     * ratios measured side by side, never across them.
+     */
+    static String cpuModel() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (line.startsWith("model name")) {
+                    return " of " + line.substring(line.indexOf(':') + 1).trim();
+                }
+            }
+        } catch (IOException e) {
+            // No model to name.
+        }
+        return "";
+    }
+
+    /** The broker container's cgroup CPU account, if given (--broker-cpu): its CPU is the machine's too. */
+    private static Path brokerCpu(Args args) {
+        return args.has("broker-cpu") ? Path.of(args.get("broker-cpu", "")) : null;
+    }
+
+    /**
+     * Where the job as it runs spends its CPU over the whole topic once more: its threads'
+     * and the broker's CPU time ({@link ThreadCpu}), and its tasks' Java code sampled by
+     * Flight Recorder ({@link CpuProfile}).
+     */
     static String profileAsRun(String brokers, KafkaClientConfig kafka, String topic, Produced produced, int disks,
-                               int seconds, Path masterSecret) throws Exception {
+                               int seconds, Path masterSecret, Path brokerCpu) throws Exception {
         long records = produced.records();
         Pipeline.Config checked = checkingSignatures(masterSecret);
         Path jfr = Files.createTempFile("iopipe-bench-", ".jfr");
         try {
             say("profiling the job as it runs");
-            CpuProfile profile = CpuProfile.recording(jfr, () -> jobRate(brokers, kafka, topic, records, checked,
-                    Deployment.AS_RUN), () -> new long[] {FIRST_RECORD_EPOCH_MS.get(), LAST_OUTPUT_EPOCH_MS.get()});
+            double[] rate = new double[1];
+            ThreadCpu[] threads = new ThreadCpu[1];
+            CpuProfile profile = CpuProfile.recording(jfr, () -> threads[0] = ThreadCpu.sampling(brokerCpu,
+                    () -> rate[0] = jobRate(brokers, kafka, topic, records, checked, Deployment.AS_RUN)),
+                    () -> new long[] {FIRST_RECORD_EPOCH_MS.get(), LAST_OUTPUT_EPOCH_MS.get()});
+            ThreadCpu.Window cpu = threads[0].between(FIRST_RECORD_EPOCH_MS.get(), LAST_OUTPUT_EPOCH_MS.get());
+            double diskSecondsPerS = rate[0] / recordsPerDiskSecond(produced, disks, seconds);
             return String.join("\n", "# Stream jobs: where the job as it runs spends its CPU", "",
-                    String.format("Measured %s by `make bench-jobs` on %d CPUs (Java %d, Flink local cluster, parallelism %d): "
+                    String.format("Measured %s by `make bench-jobs` on %d CPUs%s (Java %d, Flink local cluster, parallelism %d): "
                             + "the job as it runs (RocksDB with incremental checkpoints, the Kafka sink, signatures checked; "
                             + "see RESULTS.md) over %,d records of %,d disks over %d s, after runs of the job as it runs "
                             + "and of the graph alone in turn for %d s to warm the JIT up, ", LocalDate.now(),
-                            Runtime.getRuntime().availableProcessors(), Runtime.version().feature(), PARALLELISM, records,
+                            Runtime.getRuntime().availableProcessors(), cpuModel(), Runtime.version().feature(), PARALLELISM, records,
                             disks, seconds, WARM_UP.toSeconds())
                             + "sampled by the JDK's Flight Recorder "
                             + "from its first record read to its last output: every 10 ms up to 5 threads running Java "
                             + "code, and one thread in a native call in turn (a task's calls into RocksDB; also a thread "
                             + "waiting in one, so those are counted apart and for the tasks only). RocksDB's own "
-                            + "background threads are not sampled.", "",
+                            + "background threads are not sampled; the kernel's accounting of every thread's CPU time "
+                            + "covers them.", "",
+                    String.format("## Every thread's CPU time%n%n"
+                            + "While it measured (%.1f s, %,.0f records/s, %,.0f disks' worth), from the kernel's accounting "
+                            + "of each thread of the JVM running the job and Kafka's clients (/proc/self/task), and of the "
+                            + "broker's container (its cgroup%s), in cores and per disk-second; a thread pool's threads "
+                            + "under one name (digits as #). The machine has %d cores.%n%n",
+                            cpu.seconds(), rate[0], diskSecondsPerS, brokerCpu == null ? ": not given, so not counted" : "",
+                            Runtime.getRuntime().availableProcessors())
+                            + cpu.report(diskSecondsPerS, 20),
+                    "## The tasks' Java code, sampled", "",
                     profile.report(15),
                     String.format("Rerun: `python3 -m iopipe.bench.jobs --disks %d --seconds %d --profile-only`, or "
                             + "`make bench-jobs` with every part.", disks, seconds), "");
@@ -489,9 +540,25 @@ public final class StreamBenchmark {
         return rate;
     }
 
-    /** A local cluster of PARALLELISM slots; its state and checkpoints as `deployment` says, checkpoints under `checkpoints`. */
+    /** The managed memory (RocksDB's) of a slot of the stack's TaskManagers; the local cluster's slots each have as much. */
+    private static MemorySize slotManagedMemory = MemorySize.ZERO;
+
+    /** A slot's managed memory in a TaskManager of `processSize` and `slots`, as Flink divides that TaskManager's memory. */
+    static MemorySize slotManagedMemory(String processSize, int slots) {
+        Configuration taskManager = new Configuration();
+        taskManager.set(TaskManagerOptions.TOTAL_PROCESS_MEMORY, MemorySize.parse(processSize));
+        return TaskExecutorProcessUtils.processSpecFromConfig(taskManager).getManagedMemorySize().divide(slots);
+    }
+
+    /**
+     * A local cluster of PARALLELISM slots, each with a stack TaskManager's slot's managed
+     * memory; its state and checkpoints as `deployment` says, checkpoints under `checkpoints`.
+     */
     private static StreamExecutionEnvironment environment(Deployment deployment, Path checkpoints) {
         Configuration conf = new Configuration();
+        if (slotManagedMemory.getBytes() > 0) {
+            conf.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, slotManagedMemory.multiply(PARALLELISM));
+        }
         if (deployment.checkpointed()) {
             // A failure would restart the job for ever and count its replayed records twice: fail the run instead.
             conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
@@ -732,7 +799,8 @@ public final class StreamBenchmark {
         return String.join("\n",
                 "# Stream jobs: throughput of the job graph and state per disk",
                 "",
-                "Measured " + LocalDate.now() + " by `make bench-jobs` on " + cores + " CPUs (Java " + Runtime.version().feature()
+                "Measured " + LocalDate.now() + " by `make bench-jobs` on " + cores + " CPUs" + cpuModel() + " (Java "
+                        + Runtime.version().feature()
                         + ", Flink local cluster, parallelism " + PARALLELISM + "; Kafka in a container on the same machine): "
                         + String.format("%,d records of %,d disks over %d s", produced.records(), fleet.disks(), seconds)
                         + " (the records of " + fleet.templateDisks + " of `iopipe/synthetic/fleet.py`'s healthy disks, every kind "
@@ -753,9 +821,11 @@ public final class StreamBenchmark {
                         + WARM_UP.toSeconds() + " s, to warm the JIT up, the four take turns at going first, every other "
                         + "round backwards. Each accepts every record; its time runs from its first record read to its "
                         + "last output (not the last checkpoint a bounded job waits for, nor the local cluster's shutdown, "
-                        + "which results before 2026-11-27 counted). RocksDB has the local cluster's managed memory (Flink's "
-                        + "default for a local cluster, 128 MiB for both slots); the Kafka broker taking the outputs shares "
-                        + "the machine's CPUs, as every reader does. Medians over rounds.",
+                        + "which results before 2026-11-27 counted). Each slot of the local cluster has the managed memory "
+                        + "(RocksDB's) of a slot of the stack's TaskManagers (infra/flink/start-flink.sh), "
+                        + slotManagedMemory.toHumanReadableString() + "; before 2026-11-29 the local cluster's default, "
+                        + "128 MiB for both slots. The Kafka broker taking the outputs shares the machine's CPUs, as every "
+                        + "reader does. Medians over rounds.",
                 "",
                 "| reader | records/s | disks' worth | the machine's CPU per disk-second | vs plain consumer | vs the job as it runs |",
                 "|---|---|---|---|---|---|",

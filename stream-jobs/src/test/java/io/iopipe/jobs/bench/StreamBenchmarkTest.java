@@ -75,6 +75,13 @@ class StreamBenchmarkTest {
     }
 
     @Test
+    void eachSlotOfTheLocalClusterHasWhatASlotOfTheStacksTaskManagersHas() {
+        // 2048 MiB less the JVM's overhead (10%) and metaspace (256 MiB), 40% of it managed, over 4 slots.
+        double expectedMiB = (2048 - 204.8 - 256) * 0.4 / 4;
+        assertEquals(expectedMiB, StreamBenchmark.slotManagedMemory("2048m", 4).getBytes() / 1048576.0, 0.01);
+    }
+
+    @Test
     void eachFleetDiskSendsItsTemplateDisksRecordsUnderItsOwnHost(@TempDir Path dir) throws Exception {
         TemplateFleet fleet = fleet(dir, 1, DISKS);
         for (int disk = 0; disk < DISKS; disk++) {
