@@ -12,7 +12,6 @@ import java.util.concurrent.Callable;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import jdk.jfr.Configuration;
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
@@ -58,7 +57,9 @@ final class CpuProfile {
      * the epoch milliseconds `measured` gives after it (from, to).
      */
     static <T> CpuProfile recording(Path jfr, Callable<T> run, Supplier<long[]> measured) throws Exception {
-        try (Recording recording = new Recording(Configuration.getConfiguration("profile"))) {
+        // The two sampling events only, not the "profile" configuration's others (allocation
+        // samples, locks, I/O), whose costs would be measured with the job's.
+        try (Recording recording = new Recording()) {
             recording.enable(EXECUTION).withPeriod(Duration.ofMillis(10));
             recording.enable(NATIVE).withPeriod(Duration.ofMillis(10));
             recording.start();
