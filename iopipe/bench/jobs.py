@@ -89,7 +89,8 @@ def broker_cpu_option(container):
     cpuacct.usage or v2's cpu.stat, wherever this Docker keeps it; none if not found."""
     full_id = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", container],
                              capture_output=True, text=True).stdout.strip()
-    for account in container_cpu_accounts(full_id):
+    # Without an id the paths below would name Docker's own cgroup: every container's CPU.
+    for account in container_cpu_accounts(full_id) if full_id else []:
         if account.exists():
             return ["--broker-cpu", str(account)]
     print("[bench] the broker container's CPU account was not found: the profile leaves the broker out", flush=True)
