@@ -124,10 +124,10 @@ final class CpuProfile {
         for (RecordedFrame f : frames) {
             String m = method(f);
             if (m.startsWith(OWN) && !m.startsWith(RELOCATED)) {
-                return "`" + top + "` from `" + m + "`";
+                return top + " from " + m;
             }
         }
-        return "`" + top + "`";
+        return top;
     }
 
     /** Samples of Flink task threads in Java code. */
@@ -163,9 +163,10 @@ final class CpuProfile {
     /** Where a task's samples were: the methods they were on top of, then the job's own they passed through. */
     private static String methods(String which, Map.Entry<String, Task> task, int top) {
         return String.format("%n%s, %s:%n%n", which, task.getKey())
-                + table("method it was in (self)", task.getValue().self, task.getValue().samples, top)
+                + table("method it was in (self)", JAVA_SHARE, task.getValue().self, task.getValue().samples, top)
                 + String.format("%n")
-                + table("iopipe method it passed through (total)", task.getValue().total, task.getValue().samples, top)
+                + table("iopipe method it passed through (total)", JAVA_SHARE, task.getValue().total, task.getValue().samples,
+                        top)
                 + nativeCalls(task.getValue(), top);
     }
 
@@ -174,17 +175,16 @@ final class CpuProfile {
         if (task.nativeSamples == 0) {
             return "";
         }
-        StringBuilder out = new StringBuilder(String.format("%n| native call (from the job's method nearest below it) "
-                + "| share of the task's %,d native samples |%n|---|---|%n", task.nativeSamples));
-        task.nativeCalls.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue(), a.getValue())).limit(top)
-                .forEach(m -> out.append(String.format("| %s | %.1f%% |%n", m.getKey(),
-                        100.0 * m.getValue() / task.nativeSamples)));
-        return out.toString();
+        return String.format("%n") + table("native call (from the job's method nearest below it)",
+                String.format("share of the task's %,d native samples", task.nativeSamples), task.nativeCalls,
+                task.nativeSamples, top);
     }
 
-    private static String table(String heading, Map<String, Long> counts, long of, int top) {
-        StringBuilder out = new StringBuilder(String.format("| %s | share of the task's samples in Java code |%n|---|---|%n",
-                heading));
+    private static final String JAVA_SHARE = "share of the task's samples in Java code";
+
+    /** Markdown: the `top` entries of `counts`, most first, each as a share of `of`. */
+    private static String table(String heading, String share, Map<String, Long> counts, long of, int top) {
+        StringBuilder out = new StringBuilder(String.format("| %s | %s |%n|---|---|%n", heading, share));
         counts.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue(), a.getValue())).limit(top)
                 .forEach(m -> out.append(String.format("| `%s` | %.1f%% |%n", m.getKey(), 100.0 * m.getValue() / of)));
         return out.toString();
