@@ -3,13 +3,13 @@
 use crate::kafka_config::{KafkaConfig, PRODUCER_SETTINGS};
 use crate::signing::{self, HostKey};
 use anyhow::{Context, Result};
-use rdkafka::config::ClientConfig;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 use crate::telemetry::Counter;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -128,20 +128,94 @@ impl Settlement {
     }
 }
 
-struct DeliveryCounter(Arc<DeliveryStats>);
+/// What librdkafka says of its brokers and requests (a connection refused, every broker
+/// down, a request timed out, a refused login), on the agent's stderr: each kind the first
+/// time, then at most once every SAID_AGAIN_AFTER with how often it came meanwhile. Without
+/// it an agent holding a backlog, or giving one up at its stop, would not say why.
+#[derive(Default)]
+struct KafkaSays {
+    kinds: Mutex<HashMap<String, Said>>,
+    last: Mutex<Option<String>>,
+}
 
-impl ClientContext for DeliveryCounter {}
+struct Said {
+    at: Instant,
+    /// Times it came since it was last said.
+    since: u64,
+}
+
+/// How long a kind of librdkafka's errors is kept quiet after it was said: a broker away
+/// for a minute is refused at every reconnect, backing off up to 10 s.
+const SAID_AGAIN_AFTER: Duration = Duration::from_secs(30);
+
+impl KafkaSays {
+    /// The line to print for `what`, of `kind`, at `now`; None while the kind is kept quiet.
+    fn line(&self, kind: &str, what: &str, now: Instant) -> Option<String> {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(what.to_owned());
+        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
+        match kinds.get_mut(kind) {
+            None => {
+                kinds.insert(kind.to_owned(), Said { at: now, since: 0 });
+                Some(format!("iopipe-agent: kafka: {what}"))
+            }
+            Some(said) if now.duration_since(said.at) >= SAID_AGAIN_AFTER => {
+                let line = format!("iopipe-agent: kafka: {what} ({} more like it in the last {:.0?})", said.since, now.duration_since(said.at));
+                *said = Said { at: now, since: 0 };
+                Some(line)
+            }
+            Some(said) => {
+                said.since += 1;
+                None
+            }
+        }
+    }
+
+    fn say(&self, kind: &str, what: &str) {
+        if let Some(line) = self.line(kind, what, Instant::now()) {
+            eprintln!("{line}");
+        }
+    }
+
+    /// The last thing librdkafka said, quiet or not.
+    fn last(&self) -> Option<String> {
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+struct DeliveryCounter {
+    stats: Arc<DeliveryStats>,
+    says: Arc<KafkaSays>,
+}
+
+impl ClientContext for DeliveryCounter {
+    /// Its warnings and worse, but for a broker's failures (facility FAIL), each of which
+    /// comes as an error too; a broker's connection (`localhost:9092/1: ...`) is a kind of its own.
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        if (level as i32) <= RDKafkaLogLevel::Warning as i32 && facility != "FAIL" {
+            self.says.say(&format!("{facility} {}", broker_of(message)), message);
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.says.say(&format!("{error} {}", broker_of(reason)), &format!("{error}: {reason}"));
+    }
+}
+
+/// The broker a librdkafka message is about (`localhost:19092/1: Connect to ...`), or "".
+fn broker_of(message: &str) -> &str {
+    message.split_once(": ").map_or("", |(first, _)| if first.contains('/') { first } else { "" })
+}
 
 impl ProducerContext for DeliveryCounter {
     /// The record's number in sending order.
     type DeliveryOpaque = Box<u64>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, record: Box<u64>) {
-        self.0.settle(*record);
+        self.stats.settle(*record);
         match result {
-            Ok(_) => self.0.delivered.fetch_add(1, Ordering::Relaxed),
+            Ok(_) => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
             Err((err, _)) => {
-                let failed = self.0.failed.fetch_add(1, Ordering::Relaxed);
+                let failed = self.stats.failed.fetch_add(1, Ordering::Relaxed);
                 if failed.is_power_of_two() || failed == 0 {
                     eprintln!("iopipe-agent: kafka delivery failed ({} so far): {err}", failed + 1);
                 }
@@ -154,6 +228,7 @@ impl ProducerContext for DeliveryCounter {
 pub struct KafkaSink {
     producer: ThreadedProducer<DeliveryCounter>,
     stats: Arc<DeliveryStats>,
+    says: Arc<KafkaSays>,
     handed: u64,
     /// Signs every record when given (signing.rs); without it records go unsigned.
     signing_key: Option<HostKey>,
@@ -175,6 +250,7 @@ impl KafkaSink {
     /// signs every record with `signing_key` when given.
     pub fn connect(brokers: &str, file: Option<&KafkaConfig>, signing_key: Option<HostKey>) -> Result<Self> {
         let stats = Arc::new(DeliveryStats::default());
+        let says = Arc::new(KafkaSays::default());
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", brokers);
         for (key, value) in PRODUCER_SETTINGS {
@@ -184,13 +260,13 @@ impl KafkaSink {
             file.apply(&mut config);
         }
         let producer: ThreadedProducer<DeliveryCounter> = config
-            .create_with_context(DeliveryCounter(stats.clone()))
+            .create_with_context(DeliveryCounter { stats: stats.clone(), says: says.clone() })
             .map_err(|err| match file {
                 Some(file) => file.refused(err),
                 None => err.into(),
             })
             .with_context(|| format!("creating a Kafka producer for {brokers}"))?;
-        Ok(KafkaSink { producer, stats, handed: 0, signing_key })
+        Ok(KafkaSink { producer, stats, says, handed: 0, signing_key })
     }
 }
 
@@ -258,8 +334,9 @@ impl Sink for KafkaSink {
                 }
             } else if stalled_since.elapsed() >= CLOSE_STALL_TIMEOUT {
                 anyhow::bail!(
-                    "{} records still unsent: the brokers took none for {CLOSE_STALL_TIMEOUT:?}",
-                    self.producer.in_flight_count()
+                    "{} records still unsent: the brokers took none for {CLOSE_STALL_TIMEOUT:?} (librdkafka last said: {})",
+                    self.producer.in_flight_count(),
+                    self.says.last().unwrap_or_else(|| "nothing".to_owned())
                 );
             }
         }
@@ -446,6 +523,39 @@ mod tests {
         sink.flush().unwrap();
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!((sink.records_handed(), sink.records_settled()), (3, 0));
+    }
+
+    #[test]
+    fn librdkafka_is_heard_once_per_kind_and_again_with_a_count_after_a_quiet_spell() {
+        let says = KafkaSays::default();
+        let start = Instant::now();
+        let refused = "localhost:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused";
+        assert_eq!(says.line("transport localhost:19092/1", refused, start).as_deref(), Some(format!("iopipe-agent: kafka: {refused}").as_str()));
+        assert_eq!(says.line("transport localhost:19092/1", refused, start + Duration::from_secs(1)), None);
+        assert!(says.line("transport localhost:19093/2", "localhost:19093/2: refused", start + Duration::from_secs(2)).is_some(), "another broker");
+        assert_eq!(says.line("transport localhost:19092/1", refused, start + Duration::from_secs(3)), None);
+        let again = says.line("transport localhost:19092/1", refused, start + SAID_AGAIN_AFTER).unwrap();
+        assert!(again.ends_with("(2 more like it in the last 30s)"), "{again}");
+        assert_eq!(says.last().as_deref(), Some(refused));
+    }
+
+    #[test]
+    fn a_broker_nobody_answers_for_is_named() {
+        assert_eq!(broker_of("localhost:19092/1: Connect to ipv4#127.0.0.1:19092 failed"), "localhost:19092/1");
+        assert_eq!(broker_of("1/1 brokers are down"), "");
+        assert_eq!(broker_of("Timed out: 3 requests"), "");
+    }
+
+    #[test]
+    fn what_librdkafka_says_of_an_unreachable_broker_is_kept() {
+        let mut sink = KafkaSink::connect("127.0.0.1:9", None, None).unwrap();
+        sink.send("io.hist.v1", "h/sdb", "{}").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while sink.says.last().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let said = sink.says.last().expect("librdkafka said nothing of a broker that refuses every connection");
+        assert!(said.contains("127.0.0.1:9") || said.contains("1/1 brokers are down"), "{said}");
     }
 
     fn test_key() -> HostKey {
