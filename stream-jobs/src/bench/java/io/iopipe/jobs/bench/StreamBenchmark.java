@@ -43,6 +43,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
+import jdk.jfr.Recording;
 import java.util.function.ToLongFunction;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
@@ -139,7 +140,10 @@ public final class StreamBenchmark {
         try {
             HostSignatures signatures = HostSignatures.fromFile(masterSecret);
             Produced produced = produce(brokers, kafka, topic, fleet, seconds, signatures);
-            int warmUps = warmUp(brokers, kafka, topic, produced.records(), masterSecret);
+            int warmUps;
+            try (jdk.jfr.Recording unread = CpuProfile.recordingUnread()) {
+                warmUps = warmUp(brokers, kafka, topic, produced.records(), masterSecret);
+            }
             if (args.has("profile-only")) {
                 write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret,
                         brokerCpu(args)));
@@ -312,7 +316,8 @@ public final class StreamBenchmark {
                     String.format("Measured %s by `make bench-jobs` on %d CPUs%s (Java %d, Flink local cluster, parallelism %d): "
                             + "the job as it runs (RocksDB with incremental checkpoints, the Kafka sink, signatures checked; "
                             + "see RESULTS.md) over %,d records of %,d disks over %d s, after runs of the job as it runs "
-                            + "and of the graph alone in turn for %d s to warm the JIT up, ", LocalDate.now(),
+                            + "and of the graph alone in turn for %d s to warm the JIT up (under a recording of their own: the JVM's "
+                            + "first recording sets the JIT to work again), ", LocalDate.now(),
                             Runtime.getRuntime().availableProcessors(), cpuModel(), Runtime.version().feature(), PARALLELISM, records,
                             disks, seconds, WARM_UP.toSeconds())
                             + "sampled by the JDK's Flight Recorder "
