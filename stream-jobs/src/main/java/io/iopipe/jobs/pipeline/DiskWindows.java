@@ -16,6 +16,7 @@ import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.TimeDomain;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -66,14 +67,18 @@ import org.apache.flink.util.Collector;
  * and is counted as a duplicate or not as it would alone, and its parts may fall in two
  * windows. The open records hold parts, never batches.
  *
- * <p>Between snapshots a disk's clock and the records it took for its open windows are kept
- * on the heap ({@link Held}), and written to its keyed state as a barrier reaches the
- * operator, before the snapshot ({@link WritingBack}): a record touches no state of its own, and
- * a window that closes between two checkpoints reads from state only what was written before
- * the first. A snapshot holds all the disk took before its barrier, as if each record had
- * been written as it came. Read and written in RocksDB at each record, the clock was most of
- * what the windows cost on a loaded cluster, and each checkpoint flushed every version of it
- * and every open record since the last, those of windows closed meanwhile too.
+ * <p>A disk's clock and the records it took for its open windows are kept on the heap
+ * ({@link Held}), and written to its keyed state as a barrier reaches the operator, before
+ * the snapshot ({@link WritingBack}): a record touches no state of its own. A snapshot holds
+ * all the disk took before its barrier, as if each record had been written as it came. Read
+ * and written in RocksDB at each record, the clock was most of what the windows cost on a
+ * loaded cluster, and each checkpoint flushed every version of it and every open record
+ * since the last, those of windows closed meanwhile too. The heap keeps them after the
+ * snapshot too: what a disk wrote is all its state holds (from its first window closed
+ * since this instance started), so a window closing reads nothing from state, only clears
+ * what was written of it. With checkpoints as often as windows close, most records were
+ * written before their window closed, and reading them back was the windows' largest call
+ * into RocksDB.
  */
 public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow>
         implements WritingBack.Function {
@@ -121,6 +126,8 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
      */
     private transient MapState<Long, DiskWindow> closedOnSilence;
     private transient ValueState<DiskClock> clock;
+    /** Copies the clock written to state: the heap backend's snapshot keeps the object written, which the heap goes on changing. */
+    private transient TypeSerializer<DiskClock> clockCopier;
     /** By disk: what it changed since its state was last written (see the class). */
     private transient Map<String, Held> held;
     private transient Counter duplicates;
@@ -169,7 +176,9 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
                 new ListStateDescriptor<>("open-window-records", DiskRecord.class));
         openWindowsOfEarlierBuilds =
                 getRuntimeContext().getMapState(new MapStateDescriptor<>("open-windows", Long.class, DiskWindow.class));
-        clock = getRuntimeContext().getState(new ValueStateDescriptor<>("disk-clock", DiskClock.class));
+        ValueStateDescriptor<DiskClock> clockState = new ValueStateDescriptor<>("disk-clock", DiskClock.class);
+        clock = getRuntimeContext().getState(clockState);
+        clockCopier = clockState.getSerializer().duplicate();
         closedHistograms = getRuntimeContext().getMapState(new MapStateDescriptor<>(
                 "closed-window-histograms", Types.LONG, TypeInformation.of(new TypeHint<HashSet<Long>>() {})));
         closedOnSilence = getRuntimeContext().getMapState(
@@ -183,37 +192,50 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     }
 
     /**
-     * A disk's clock, read from its state at its first record or timer since the last
-     * snapshot, and the parts it took for its open windows since, each window's list of them
-     * as {@link #listOf} keeps them in state. Every record and timer moves the clock (when
-     * the disk was last heard, when it is next checked), so a held clock is always written back.
+     * A disk's clock, read from its state at its first record or timer since this instance
+     * started, the parts it took for its open windows since the last snapshot, each window's
+     * list of them as {@link #listOf} keeps them in state, and what its state's lists hold
+     * where the heap knows it. Every record and timer moves the clock (when the disk was last
+     * heard, when it is next checked), so a held clock is always written back.
      */
     private static final class Held {
         final DiskClock clock;
         @SuppressWarnings("unchecked")
         final List<DiskRecord>[] records = new List[OPEN_RECORD_LISTS];
+        /**
+         * Per list: everything its state holds, in the order written; null where that is not
+         * known (records a restored snapshot or an earlier instance wrote), until the list is
+         * next read and cleared.
+         */
+        @SuppressWarnings("unchecked")
+        final List<DiskRecord>[] written = new List[OPEN_RECORD_LISTS];
 
         Held(DiskClock clock) {
             this.clock = clock;
         }
     }
 
-    /** Writes each disk's clock and open records held on the heap to its state, then lets them go. */
+    /**
+     * Writes each disk's clock (a copy) and the open records it took since the last snapshot
+     * to its state; the heap keeps both. A record is never changed once taken, so the heap
+     * backend's snapshot may keep the objects written.
+     */
     @Override
     public void writeBack(WritingBack.KeySetter toKey) throws Exception {
         for (Map.Entry<String, Held> disk : held.entrySet()) {
             toKey.setCurrentKey(disk.getKey());
             Held h = disk.getValue();
-            clock.update(h.clock);
+            clock.update(clockCopier.copy(h.clock));
             for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
                 if (h.records[list] != null) {
                     openRecords.get(list).addAll(h.records[list]);
+                    if (h.written[list] != null) {
+                        h.written[list].addAll(h.records[list]);
+                    }
+                    h.records[list] = null;
                 }
             }
         }
-        // Read again from state after the snapshot: the heap backend's copy on write keeps
-        // the snapshot's copy apart only from objects read after it.
-        held.clear();
     }
 
     @Override
@@ -329,17 +351,19 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     }
 
     /**
-     * Folds the closing windows' records in list `list`, those written to state before those
-     * held since; the heap keeps the others' (a window sharing the list) until written back.
+     * Folds the closing windows' records in list `list`, those written to state (as the heap
+     * knows them, else read) before those taken since; the list's state is cleared, and the
+     * heap keeps the others' (a window sharing the list) until written back.
      */
     private void foldList(int list, Held h, Map<Long, DiskWindow> windows) throws Exception {
         List<DiskRecord> stillOpen = new ArrayList<>();
-        ListState<DiskRecord> written = openRecords.get(list);
-        Iterable<DiskRecord> records = written.get();
-        if (records != null && records.iterator().hasNext()) {
-            fold(records, windows, stillOpen);
-            written.clear();
+        ListState<DiskRecord> state = openRecords.get(list);
+        Iterable<DiskRecord> written = h.written[list] != null ? h.written[list] : state.get();
+        if (written != null && written.iterator().hasNext()) {
+            fold(written, windows, stillOpen);
+            state.clear();
         }
+        h.written[list] = new ArrayList<>();
         if (h.records[list] != null) {
             fold(h.records[list], windows, stillOpen);
         }

@@ -29,8 +29,8 @@ import org.apache.flink.util.Collector;
  * timers: its output is keyed as its input was, which the windows chained to it rely on
  * ({@link Pipeline}).
  *
- * <p>Its state stays on the heap between snapshots ({@link HeldValue}): an interval costs no
- * read or write of RocksDB.
+ * <p>Its state stays on the heap ({@link HeldValue}), written at snapshots: an interval costs
+ * no read or write of RocksDB.
  */
 public final class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRecord, DiskRecord>
         implements WritingBack.Function {
@@ -55,9 +55,9 @@ public final class DiskstatsToDeltas extends KeyedProcessFunction<String, DiskRe
 
     @Override
     public void open(OpenContext openContext) {
-        lastSample = new HeldValue<>(getRuntimeContext().getState(new ValueStateDescriptor<>("last-sample", DiskstatsSample.class)));
-        lastHeardMs = new HeldValue<>(getRuntimeContext().getState(Silence.lastHeardState()));
-        checkAtMs = new HeldValue<>(getRuntimeContext().getState(Silence.checkAtState()));
+        lastSample = HeldValue.in(getRuntimeContext(), new ValueStateDescriptor<>("last-sample", DiskstatsSample.class));
+        lastHeardMs = HeldValue.in(getRuntimeContext(), Silence.lastHeardState());
+        checkAtMs = HeldValue.in(getRuntimeContext(), Silence.checkAtState());
         silence = new Silence(lastHeardMs, checkAtMs);
         duplicates = getRuntimeContext().getMetricGroup().counter("diskstats_duplicates_total");
         outOfOrder = getRuntimeContext().getMetricGroup().counter("diskstats_out_of_order_total");

@@ -5,17 +5,22 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
 
 /**
- * A keyed value state whose reads and writes stay on the heap between snapshots: a key's
- * value is read from its state at the key's first access since the last snapshot, and
- * written back, if it changed, as the next snapshot's barrier reaches the operator
- * ({@link WritingBack}). Used as the ValueState it stands for, once pointed at the key
- * being taken ({@link #of}).
+ * A keyed value state whose reads and writes stay on the heap: a key's value is read from
+ * its state at the key's first access since this instance started, and written back, if it
+ * changed, as the next snapshot's barrier reaches the operator ({@link WritingBack}); the
+ * heap keeps it after. Used as the ValueState it stands for, once pointed at the key being
+ * taken ({@link #of}).
  */
 final class HeldValue<T> implements ValueState<T> {
     private final ValueState<T> state;
+    /** Copies what is written back: the heap backend's snapshot keeps the object written, which the heap goes on changing. */
+    private final TypeSerializer<T> copier;
     private final Map<String, Held<T>> held = new HashMap<>();
     private String key;
 
@@ -28,8 +33,15 @@ final class HeldValue<T> implements ValueState<T> {
         }
     }
 
-    HeldValue(ValueState<T> state) {
+    private HeldValue(ValueState<T> state, TypeSerializer<T> copier) {
         this.state = state;
+        this.copier = copier;
+    }
+
+    /** The held value of the keyed state `descriptor` names. */
+    static <T> HeldValue<T> in(RuntimeContext runtime, ValueStateDescriptor<T> descriptor) {
+        ValueState<T> state = runtime.getState(descriptor);
+        return new HeldValue<>(state, descriptor.getSerializer().duplicate());
     }
 
     /** This, pointed at `key`'s value: call with the key of each record or timer before using it. */
@@ -65,23 +77,23 @@ final class HeldValue<T> implements ValueState<T> {
     }
 
     /**
-     * Writes back each key's changed values of `values`, then lets them all go: the next
-     * access reads state again, after the snapshot (the heap state backend's copy on write
-     * keeps a snapshot's copy apart only from objects read after it).
+     * Writes back each key's changed values of `values`; the heap keeps them, but for those
+     * cleared (a key forgotten is not held).
      */
     static void writeBack(WritingBack.KeySetter toKey, HeldValue<?>... values) throws IOException {
         Set<String> keys = new HashSet<>();
         for (HeldValue<?> v : values) {
-            keys.addAll(v.held.keySet());
+            v.held.forEach((k, h) -> {
+                if (h.changed) {
+                    keys.add(k);
+                }
+            });
         }
         for (String k : keys) {
             toKey.setCurrentKey(k);
             for (HeldValue<?> v : values) {
                 v.writeBack(k);
             }
-        }
-        for (HeldValue<?> v : values) {
-            v.held.clear();
         }
     }
 
@@ -92,8 +104,10 @@ final class HeldValue<T> implements ValueState<T> {
         }
         if (h.value == null) {
             state.clear();
+            held.remove(k);
         } else {
-            state.update(h.value);
+            state.update(copier.copy(h.value));
+            h.changed = false;
         }
     }
 }

@@ -152,9 +152,9 @@ public final class Pipeline {
                         .uid("windows-and-amendments"), config));
         for (int seconds : config.windowSeconds.subList(1, config.windowSeconds.size())) {
             SingleOutputStreamOperator<DiskWindow> longer = sameDisk(windows)
-                    .process(new RollUpWindows(seconds, config.diskIdleness.toMillis(), config.diskForgottenAfter.toMillis()))
-                    .returns(DiskWindowSerializer.TYPE)
-                    .name(seconds + "s windows").uid("windows-" + seconds + "s");
+                    .transform(seconds + "s windows", DiskWindowSerializer.TYPE,
+                            RollUpWindows.operator(seconds, config.diskIdleness.toMillis(), config.diskForgottenAfter.toMillis()))
+                    .uid("windows-" + seconds + "s");
             out = out.union(records(longer, seconds), longer.getSideOutput(DEAD_LETTERS));
         }
         return new Outputs(decoded.getSideOutput(ACCEPTED), out);

@@ -4,7 +4,7 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 
 /**
- * Runs a keyed function that keeps some of its keyed state on the heap between snapshots
+ * Runs a keyed function that keeps some of its keyed state on the heap
  * (a {@link HeldValue}, the open records of {@link DiskWindows}): as a snapshot's barrier
  * reaches the operator, before the snapshot, the function writes what it holds to its keyed
  * state, so the checkpoint or savepoint holds everything taken before the barrier. In
@@ -13,9 +13,9 @@ import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
  * record is written once a checkpoint instead.
  */
 final class WritingBack<IN, OUT> extends KeyedProcessOperator<String, IN, OUT> {
-    /** A keyed function holding state on the heap between snapshots. */
+    /** A keyed function holding state on the heap. */
     interface Function {
-        /** Writes what every key holds to its keyed state, then lets it go; `toKey` points the state at a key. */
+        /** Writes what every key changed since the last snapshot to its keyed state; `toKey` points the state at a key. */
         void writeBack(KeySetter toKey) throws Exception;
     }
 

@@ -11,6 +11,7 @@ import io.iopipe.jobs.iostat.DiskstatsDelta;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.Json;
+import io.iopipe.jobs.records.OutputRecord;
 import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
 import java.time.Duration;
@@ -47,8 +48,12 @@ import org.apache.flink.runtime.metrics.util.InterceptingOperatorMetricGroup;
 import org.apache.flink.runtime.metrics.util.InterceptingTaskMetricGroup;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.operators.testutils.MockEnvironmentBuilder;
+import org.apache.flink.runtime.state.KeyedStateBackend;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
@@ -195,6 +200,8 @@ class DiskWindowsBatchesTest {
         private final List<DiskRecord> late = new ArrayList<>();
         private final Map<String, Long> counted = new TreeMap<>();
         private KeyedOneInputStreamOperatorTestHarness<String, DiskRecord, DiskWindow> harness;
+        /** What the open-record lists held in state as it was last restored. */
+        private List<List<String>> openRecordsAtRestore;
         private InterceptingOperatorMetricGroup metrics;
         private MockEnvironment environment;
 
@@ -234,6 +241,18 @@ class DiskWindowsBatchesTest {
 
         void play(List<Step> steps) throws Exception {
             play(steps, Long.MIN_VALUE);
+        }
+
+        /** The steps, a checkpoint taken (and kept by no one) after every `every` of them; returns the last checkpoint's id. */
+        long playCheckpointing(List<Step> steps, int every, long lastId) throws Exception {
+            for (int from = 0; from < steps.size(); from += every) {
+                List<Step> some = steps.subList(from, Math.min(steps.size(), from + every));
+                play(some);
+                if (from + every < steps.size()) {
+                    snapshot(++lastId, some.get(some.size() - 1).atMs());
+                }
+            }
+            return lastId;
         }
 
         /** The steps, none before `notBeforeMs` on the wall clock: what came meanwhile is read at once. */
@@ -281,6 +300,26 @@ class DiskWindowsBatchesTest {
         void restoreFrom(OperatorSubtaskState snapshot) throws Exception {
             stop();
             start(snapshot);
+            openRecordsAtRestore = openRecordsInState();
+        }
+
+        /** What the disk's open-record lists in state hold, list by list: each part's kind, second after T0 and identity. */
+        private List<List<String>> openRecordsInState() throws Exception {
+            KeyedStateBackend<String> state = ((AbstractStreamOperator<?>) harness.getOperator()).getKeyedStateBackend();
+            state.setCurrentKey(OutputRecord.diskKey(HOST, DISK));
+            List<List<String>> lists = new ArrayList<>();
+            for (int i = 0; i < DiskWindows.OPEN_RECORD_LISTS; i++) {
+                ListState<DiskRecord> list = state.getPartitionedState(VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE,
+                        new ListStateDescriptor<>("open-window-records-" + i, DiskRecordSerializer.TYPE));
+                List<String> records = new ArrayList<>();
+                Iterable<DiskRecord> held = list.get();
+                if (held != null) {
+                    held.forEach(r -> records.add((r.hist != null ? "histogram " : r.event != null ? "event " : "diskstats ")
+                            + (r.tsNs / 1_000_000L - T0_MS) / SECOND_MS + " s " + Long.toHexString(r.identity())));
+                }
+                lists.add(records);
+            }
+            return lists;
         }
 
         private void stop() throws Exception {
@@ -534,13 +573,47 @@ class DiskWindowsBatchesTest {
     }
 
     private Outcome lifeWithARestore(Run run, List<Step> script, int cut, int failedAt, long pauseMs) throws Exception {
-        run.play(script.subList(0, cut));
-        OperatorSubtaskState checkpoint = run.snapshot(cut, script.get(cut - 1).atMs());
-        run.play(script.subList(cut, failedAt));
+        return lifeWithARestore(run, script, cut, failedAt, pauseMs, Integer.MAX_VALUE);
+    }
+
+    /** As above, with a checkpoint every `checkpointEvery` steps besides, none of them restored. */
+    private Outcome lifeWithARestore(Run run, List<Step> script, int cut, int failedAt, long pauseMs, int checkpointEvery)
+            throws Exception {
+        long checkpoints = run.playCheckpointing(script.subList(0, cut), checkpointEvery, 0);
+        OperatorSubtaskState checkpoint = run.snapshot(checkpoints + 1, script.get(cut - 1).atMs());
+        run.playCheckpointing(script.subList(cut, failedAt), checkpointEvery, checkpoints + 1);
         run.restoreFrom(checkpoint);
         run.play(script.subList(cut, script.size()), script.get(failedAt - 1).atMs() + pauseMs);
         run.assertItsDiskForgottenOnceSilent();
         return run.outcome();
+    }
+
+    /**
+     * Random lives checkpointed every few steps, before and after the checkpoint they are
+     * restored from, send what the same lives checkpointed once send: after each snapshot
+     * the heap keeps what the disk wrote (DiskWindows.Held), and a window closing clears it
+     * from state unread, so each checkpoint holds exactly what the heap does.
+     */
+    @ParameterizedTest
+    @EnumSource(value = Backend.class, names = {"HEAP_CHECKPOINT", "ROCKSDB_CHECKPOINT"})
+    void randomLivesCheckpointedOftenRestoreAsTheSameLivesCheckpointedOnce(Backend backend) throws Exception {
+        for (int seed = 0; seed < 30; seed++) {
+            Random rnd = new Random(seed);
+            List<Step> script = randomLife(rnd);
+            int cut = 1 + rnd.nextInt(script.size() - 1);
+            int failedAt = Math.min(script.size() - 1, cut + rnd.nextInt(40));
+            long pauseMs = new long[] {0, 5_000, 30_000, 90_000}[rnd.nextInt(4)];
+            int checkpointEvery = 1 + rnd.nextInt(20);
+            Run once = new Run(false, backend);
+            Run often = new Run(false, backend);
+            Outcome onceSent = lifeWithARestore(once, script, cut, failedAt, pauseMs);
+            Outcome oftenSent = lifeWithARestore(often, script, cut, failedAt, pauseMs, checkpointEvery);
+            String life = "seed " + seed + ": checkpoint every " + checkpointEvery + " steps, restored from the one after step "
+                    + cut + ", failed at step " + failedAt;
+            // Records left in state by a window closed would never be sent again: only the state shows them.
+            assertEquals(once.openRecordsAtRestore, often.openRecordsAtRestore, life + ": the open records restored");
+            assertEquals(onceSent, oftenSent, life);
+        }
     }
 
     /**

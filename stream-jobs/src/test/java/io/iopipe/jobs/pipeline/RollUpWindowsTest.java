@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.iopipe.jobs.detect.DiskWindow;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
@@ -21,12 +21,38 @@ class RollUpWindowsTest {
 
     private KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, DiskWindow> harness;
 
+    private long checkpoints;
+
     @BeforeEach
     void open() throws Exception {
-        harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new RollUpWindows(60, IDLE_MS, FORGET_MS)), DiskWindow::key, Types.STRING);
-        harness.setProcessingTime(0);
-        harness.open();
+        harness = started(null);
+    }
+
+    /** The operator, restored from `checkpoint` if given. */
+    private static KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, DiskWindow> started(
+            OperatorSubtaskState checkpoint) throws Exception {
+        KeyedOneInputStreamOperatorTestHarness<String, DiskWindow, DiskWindow> h = new KeyedOneInputStreamOperatorTestHarness<>(
+                RollUpWindows.operator(60, IDLE_MS, FORGET_MS), DiskWindow::key, Types.STRING);
+        h.setProcessingTime(0);
+        if (checkpoint != null) {
+            h.initializeState(checkpoint);
+        }
+        h.open();
+        return h;
+    }
+
+    /** A checkpoint as a barrier takes it: the operator first writes what it holds on the heap. */
+    private OperatorSubtaskState checkpoint() throws Exception {
+        checkpoints++;
+        harness.prepareSnapshotPreBarrier(checkpoints);
+        return harness.snapshot(checkpoints, 0L);
+    }
+
+    /** The keyed state a checkpoint taken now holds. */
+    private int stateEntriesAtACheckpoint() throws Exception {
+        checkpoints++;
+        harness.prepareSnapshotPreBarrier(checkpoints);
+        return harness.numKeyedStateEntries();
     }
 
     @AfterEach
@@ -59,7 +85,23 @@ class RollUpWindowsTest {
             tenSeconds(i, 10 + i);
         }
         assertEquals(List.of("0+60s:75/75/60"), minutes(), "closed by its last part, sums exact");
-        assertEquals(2, harness.numKeyedStateEntries(), "only the disk's silence watch remains (when last heard, next check)");
+        assertEquals(2, stateEntriesAtACheckpoint(), "only the disk's silence watch remains (when last heard, next check)");
+    }
+
+    @Test
+    void aMinutePartlyTakenComesBackWithACheckpointAsItWasAtTheBarrier() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            tenSeconds(i, 10 + i);
+        }
+        assertEquals(3, stateEntriesAtACheckpoint(), "the span, and the disk's silence watch");
+        OperatorSubtaskState atTheBarrier = checkpoint();
+        tenSeconds(3, 1_000);  // taken after the barrier: lost with the failure, read again from the checkpoint's offsets
+        harness.close();
+        harness = started(atTheBarrier);
+        for (int i = 3; i < 6; i++) {
+            tenSeconds(i, 10 + i);
+        }
+        assertEquals(List.of("0+60s:75/75/60"), minutes(), "the minute whole, nothing taken after the barrier");
     }
 
     @Test
@@ -79,7 +121,7 @@ class RollUpWindowsTest {
         assertEquals(List.of("0+60s:5/5/10"), minutes());
         harness.setProcessingTime(FORGET_MS);
         assertEquals(List.of("0+60s:5/5/10"), minutes(), "sent once");
-        assertEquals(0, harness.numKeyedStateEntries());
+        assertEquals(0, stateEntriesAtACheckpoint());
         assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers());
     }
 
@@ -100,7 +142,7 @@ class RollUpWindowsTest {
         tenSeconds(0, 5);
         harness.setProcessingTime(FORGET_MS);
         assertEquals(List.of("0+60s:5/5/10"), minutes());
-        assertEquals(0, harness.numKeyedStateEntries());
+        assertEquals(0, stateEntriesAtACheckpoint());
     }
 
     @Test
