@@ -213,6 +213,15 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         Held(DiskClock clock) {
             this.clock = clock;
         }
+
+        /** A disk with no state: its lists hold nothing (every write of them writes its clock too). */
+        static Held ofNewDisk() {
+            Held h = new Held(DiskClock.ofNewDisk());
+            for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
+                h.written[list] = new ArrayList<>();
+            }
+            return h;
+        }
     }
 
     /**
@@ -259,7 +268,8 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     private Held held(String key) throws Exception {
         Held h = held.get(key);
         if (h == null) {
-            h = new Held(clockFromState());
+            DiskClock inState = clockFromState();
+            h = inState == null ? Held.ofNewDisk() : new Held(inState);
             held.put(key, h);
         }
         return h;
@@ -524,10 +534,11 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         c.checkAtMs = atMs;
     }
 
+    /** The disk's clock as its state holds it, brought up to this build's; null for a disk with no state. */
     private DiskClock clockFromState() throws Exception {
         DiskClock c = clock.value();
         if (c == null) {
-            return DiskClock.ofNewDisk();
+            return null;
         }
         if (c.openStarts == null) {
             c.openStarts = new long[0];
