@@ -39,9 +39,11 @@ import org.apache.flink.util.Collector;
  * <p>An amendment (kernel histograms that came after their window closed, see {@link
  * DiskWindows}) is added to its periods, the current ones or the ones just before, which
  * are then sent again with a higher revision at the next send. A disk silent for {@code
- * forgetAfterMs} of wall clock is forgotten.
+ * forgetAfterMs} of wall clock is forgotten. Its silence watch stays on the heap ({@link
+ * HeldValue}), written at snapshots.
  */
-public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, OutputRecord> {
+public final class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, OutputRecord>
+        implements WritingBack.Function {
     static final String STAGE = "stream-jobs/latency-rollups";
     /** The latency kinds a rollup is of, in the schema's order. */
     static final List<String> KINDS = List.copyOf(RecordSchema.of(LatencyPeriods.SCHEMA).allowed("latency"));
@@ -53,10 +55,17 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
     private transient MapState<Integer, LatencySpan> spans;
     /** Per period length, the period before the current one: late histograms may still amend it. */
     private transient MapState<Integer, LatencySpan> earlier;
+    private transient HeldValue<Long> lastHeardMs;
+    private transient HeldValue<Long> checkAtMs;
     private transient Silence silence;
     private transient Counter outOfOrder;
 
-    public LatencyRollups(List<Integer> periodSeconds, long idleMs, long forgetAfterMs) {
+    /** The operator that rolls up latencies over `periodSeconds`: it writes back what it holds on the heap. */
+    public static WritingBack<DiskWindow, OutputRecord> operator(List<Integer> periodSeconds, long idleMs, long forgetAfterMs) {
+        return new WritingBack<>(new LatencyRollups(periodSeconds, idleMs, forgetAfterMs));
+    }
+
+    private LatencyRollups(List<Integer> periodSeconds, long idleMs, long forgetAfterMs) {
         this.periodSeconds = List.copyOf(periodSeconds);
         this.minuteNs = periodSeconds.get(0) * 1_000_000_000L;
         this.idleMs = idleMs;
@@ -69,12 +78,26 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
                 "latency-spans", Types.INT, TypeInformation.of(LatencySpan.class)));
         earlier = getRuntimeContext().getMapState(new MapStateDescriptor<>(
                 "latency-earlier-spans", Types.INT, TypeInformation.of(LatencySpan.class)));
-        silence = new Silence(getRuntimeContext());
+        lastHeardMs = HeldValue.in(getRuntimeContext(), Silence.lastHeardState());
+        checkAtMs = HeldValue.in(getRuntimeContext(), Silence.checkAtState());
+        silence = new Silence(lastHeardMs, checkAtMs);
         outOfOrder = getRuntimeContext().getMetricGroup().counter("latency_windows_out_of_order_total");
     }
 
     @Override
+    public void writeBack(WritingBack.KeySetter toKey) throws Exception {
+        HeldValue.writeBack(toKey, lastHeardMs, checkAtMs);
+    }
+
+    /** Points the held state at the disk being taken. */
+    private void atDisk(String key) {
+        lastHeardMs.of(key);
+        checkAtMs.of(key);
+    }
+
+    @Override
     public void processElement(DiskWindow w, Context ctx, Collector<OutputRecord> out) throws Exception {
+        atDisk(ctx.getCurrentKey());
         silence.heard(ctx.timerService(), idleMs);
         if (w.amendsClosedWindow) {
             amend(w, ctx);
@@ -195,6 +218,7 @@ public class LatencyRollups extends KeyedProcessFunction<String, DiskWindow, Out
 
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<OutputRecord> out) throws Exception {
+        atDisk(ctx.getCurrentKey());
         if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
             sendUnsent(out);
             return;

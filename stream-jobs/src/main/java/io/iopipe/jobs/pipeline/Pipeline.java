@@ -19,6 +19,7 @@ import java.util.List;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamUtils;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
@@ -209,9 +210,9 @@ public final class Pipeline {
 
     private static DataStream<OutputRecord> latencyRollups(DataStream<DiskWindow> windows, Config config) {
         SingleOutputStreamOperator<OutputRecord> rollups = sameDisk(windows)
-                .process(new LatencyRollups(config.latencyPeriodSeconds, config.diskIdleness.toMillis(),
-                        config.diskForgottenAfter.toMillis()))
-                .name("latency rollups").uid("latency-rollups");
+                .transform("latency rollups", TypeInformation.of(OutputRecord.class), LatencyRollups.operator(
+                        config.latencyPeriodSeconds, config.diskIdleness.toMillis(), config.diskForgottenAfter.toMillis()))
+                .uid("latency-rollups");
         return rollups.union(rollups.getSideOutput(DEAD_LETTERS));
     }
 

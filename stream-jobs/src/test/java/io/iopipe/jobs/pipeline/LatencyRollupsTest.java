@@ -11,7 +11,6 @@ import io.iopipe.jobs.records.OutputRecord;
 import io.iopipe.jobs.testing.SchemaFiles;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
@@ -32,7 +31,7 @@ class LatencyRollupsTest {
     @BeforeEach
     void open() throws Exception {
         harness = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new LatencyRollups(LatencyPeriods.seconds(), IDLE_MS, FORGET_MS)), DiskWindow::key, Types.STRING);
+                LatencyRollups.operator(LatencyPeriods.seconds(), IDLE_MS, FORGET_MS), DiskWindow::key, Types.STRING);
         harness.setProcessingTime(0);
         harness.open();
     }
@@ -256,8 +255,11 @@ class LatencyRollupsTest {
         lastOfMinute(0, 10);
         lastOfMinute(1, 10);
         assertEquals(1, harness.numEventTimeTimers(), "one timer per disk, at the end of its minute");
+        harness.prepareSnapshotPreBarrier(1L);
+        assertTrue(harness.numKeyedStateEntries() > 0, "the spans, and the silence watch written at a barrier");
         harness.setProcessingTime(FORGET_MS);
-        assertEquals(0, harness.numKeyedStateEntries());
+        harness.prepareSnapshotPreBarrier(2L);
+        assertEquals(0, harness.numKeyedStateEntries(), "none left at the next barrier");
         assertEquals(0, harness.numProcessingTimeTimers() + harness.numEventTimeTimers());
     }
 
