@@ -113,7 +113,9 @@ def java_command(classpath, main_class):
 
 def models_only(classpath, rounds):
     """Runs ModelPeersBenchmark and writes its table, with when, where and how, to RESULTS-models.md."""
-    table = subprocess.run([*java_command(classpath, "io.iopipe.jobs.bench.ModelPeersBenchmark"), "--rounds", rounds],
+    process_size, slots = taskmanager_memory()
+    table = subprocess.run([*java_command(classpath, "io.iopipe.jobs.bench.ModelPeersBenchmark"), "--rounds", rounds,
+                            "--taskmanager-process-size", process_size, "--taskmanager-slots", str(slots)],
                            check=True, stdout=subprocess.PIPE, text=True).stdout
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     MODELS_OUT.write_text(
@@ -121,6 +123,7 @@ def models_only(classpath, rounds):
         f"Measured {when} on {os.cpu_count()} CPUs by `python3 -m iopipe.bench.jobs --models-only --rounds {rounds}` "
         "(io.iopipe.jobs.bench.ModelPeersBenchmark). \"flash vs its model\" is keyed by model, so all of a model's "
         "drives are judged on one subtask: each run below judges the same windows of one model on one subtask, "
+        "with the managed memory of a slot of the stack's TaskManagers (infra/flink/start-flink.sh), "
         "RocksDB state and incremental checkpoints as the live job has them, beside a keyed step that only counts "
         "each drive's windows in the same kind of state.\n\n" + table)
     print(f"[bench] wrote {MODELS_OUT}", flush=True)

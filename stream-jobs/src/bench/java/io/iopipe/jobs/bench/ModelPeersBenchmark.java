@@ -18,6 +18,8 @@ import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -62,6 +64,8 @@ public final class ModelPeersBenchmark {
         }
         long windows = Long.parseLong(args.get("windows", "300000"));
         int rounds = Integer.parseInt(args.get("rounds", "3"));
+        slotManagedMemory = StreamBenchmark.slotManagedMemory(args.required("taskmanager-process-size"),
+                Integer.parseInt(args.required("taskmanager-slots")));
         Map<String, List<Double>> seconds = new HashMap<>();
         List<String> runs = new ArrayList<>();
         runs.add(NO_COMPARISON);
@@ -103,9 +107,13 @@ public final class ModelPeersBenchmark {
         }
     }
 
-    /** One subtask, RocksDB and incremental checkpoints at the live job's interval. */
+    /** The managed memory (RocksDB's) of a slot of the stack's TaskManagers: the one slot here has as much. */
+    private static MemorySize slotManagedMemory;
+
+    /** One subtask with a stack TaskManager's slot's memory, RocksDB and incremental checkpoints at the live job's interval. */
     private static StreamExecutionEnvironment environment(Path checkpoints) {
         Configuration conf = new Configuration();
+        conf.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, slotManagedMemory);
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
         conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
         conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, checkpoints.toUri().toString());
