@@ -74,11 +74,12 @@ import org.apache.flink.util.Collector;
  * and written in RocksDB at each record, the clock was most of what the windows cost on a
  * loaded cluster, and each checkpoint flushed every version of it and every open record
  * since the last, those of windows closed meanwhile too. The heap keeps them after the
- * snapshot too: what a disk wrote is all its state holds (from its first window closed
- * since this instance started), so a window closing reads nothing from state, only clears
- * what was written of it. With checkpoints as often as windows close, most records were
- * written before their window closed, and reading them back was the windows' largest call
- * into RocksDB.
+ * snapshot too: what a disk wrote is all its state holds (a new disk's from the start, one
+ * restored from its first window closed since), so a window closing reads nothing from
+ * state, only clears what was written of it. With checkpoints as often as windows close,
+ * most records were written before their window closed, and reading them back was the
+ * windows' largest call into RocksDB. The heap keeps at most a share of itself so ({@link
+ * Pipeline.Config#openRecordsHeapShare}); past it, a list is read back.
  */
 public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, DiskWindow>
         implements WritingBack.Function {
@@ -130,6 +131,12 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     private transient TypeSerializer<DiskClock> clockCopier;
     /** By disk: what it changed since its state was last written (see the class). */
     private transient Map<String, Held> held;
+    /** The share of this JVM's heap that may keep what the disks' lists in state hold ({@link Held#written}). */
+    private final double heapShare;
+    /** That share, in parts ({@link #heldPartsAtMost}). */
+    private transient long writtenPartsAtMost;
+    /** The parts the heap keeps of what the disks' lists in state hold, all disks together. */
+    private transient long writtenPartsHeld;
     private transient Counter duplicates;
     private transient Counter closedIdle;
     private transient Counter lateHistogramsRolledUp;
@@ -162,7 +169,20 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         this.idleMs = config.diskIdleness.toMillis();
         this.forgetAfterMs = config.diskForgottenAfter.toMillis();
         this.allowedLatenessMs = config.allowedLateness.toMillis();
+        this.heapShare = config.openRecordsHeapShare;
         this.accumulate = new WindowFunctions.Accumulate(windowSeconds);
+    }
+
+    /**
+     * About what a part held on the heap takes, from the layout of its objects (compressed
+     * references): an event's DiskRecord (56 bytes), IoEvent (112) and its five strings (48
+     * each) come to 408, a histogram's to about 450, a diskstats delta's to about 370.
+     */
+    static final long BYTES_PER_PART = 400;
+
+    /** The parts `heapShare` of this JVM's heap holds. */
+    static long heldPartsAtMost(double heapShare) {
+        return (long) (heapShare * Runtime.getRuntime().maxMemory() / BYTES_PER_PART);
     }
 
     @Override
@@ -189,6 +209,8 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         lateHistogramsRolledUp = getRuntimeContext().getMetricGroup().counter("late_histograms_rolled_up_total");
         arrived = new ArrayList<>();
         held = new HashMap<>();
+        writtenPartsAtMost = heldPartsAtMost(heapShare);
+        writtenPartsHeld = 0;
     }
 
     /**
@@ -238,12 +260,35 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
             for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
                 if (h.records[list] != null) {
                     openRecords.get(list).addAll(h.records[list]);
-                    if (h.written[list] != null) {
-                        h.written[list].addAll(h.records[list]);
-                    }
+                    keepWritten(h, list);
                     h.records[list] = null;
                 }
             }
+        }
+    }
+
+    /**
+     * Keeps on the heap what list `list` of the disk just wrote, after what it wrote before,
+     * while all disks' kept parts fit in {@link #writtenPartsAtMost}; else lets go of all the
+     * list's (the window closing reads them back from state).
+     */
+    private void keepWritten(Held h, int list) {
+        if (h.written[list] == null) {
+            return;
+        }
+        if (writtenPartsHeld + h.records[list].size() <= writtenPartsAtMost) {
+            h.written[list].addAll(h.records[list]);
+            writtenPartsHeld += h.records[list].size();
+        } else {
+            letGoOfWritten(h, list);
+        }
+    }
+
+    /** Forgets what the heap kept of list `list`'s state: it is read back when a window in it closes. */
+    private void letGoOfWritten(Held h, int list) {
+        if (h.written[list] != null) {
+            writtenPartsHeld -= h.written[list].size();
+            h.written[list] = null;
         }
     }
 
@@ -373,6 +418,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
             fold(written, windows, stillOpen);
             state.clear();
         }
+        letGoOfWritten(h, list);
         h.written[list] = new ArrayList<>();
         if (h.records[list] != null) {
             fold(h.records[list], windows, stillOpen);
@@ -637,6 +683,9 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         }
         if (silentMs >= forgetAfterMs) {
             held.remove(ctx.getCurrentKey());
+            for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
+                letGoOfWritten(h, list);
+            }
             clock.clear();
             closedHistograms.clear();
             closedOnSilence.clear();

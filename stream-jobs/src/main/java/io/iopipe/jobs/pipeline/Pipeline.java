@@ -72,6 +72,15 @@ public final class Pipeline {
         /** How long (event time) a disk's windows must say nothing about it before its health steps down a level. */
         public Duration healthRecovery = DiskHealth.DEFAULT_RECOVERY;
         /**
+         * The share of the JVM's heap each subtask of the windows may spend keeping what its
+         * disks' open records in state are, so that a window closing reads nothing back
+         * ({@link DiskWindows}). A TaskManager of four slots spends a quarter of its heap at
+         * most so. A disk keeps its records there from the barrier after they came until their
+         * window closes: at the fleet's rates (13 parts a second) about 25 KB on average, at
+         * most a window and its out-of-orderness of them (15 s, 75 KB).
+         */
+        public double openRecordsHeapShare = 1.0 / 16;
+        /**
          * The file of the fleet's master secret ({@link HostSignatures}): with it, a record
          * is taken only with its host's signature; null takes records unsigned (files,
          * tests). Read where the job runs, so the secret is not in the job graph.

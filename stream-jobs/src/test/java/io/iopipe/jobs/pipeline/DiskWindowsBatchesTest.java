@@ -592,7 +592,8 @@ class DiskWindowsBatchesTest {
      * Random lives checkpointed every few steps, before and after the checkpoint they are
      * restored from, send what the same lives checkpointed once send: after each snapshot
      * the heap keeps what the disk wrote (DiskWindows.Held), and a window closing clears it
-     * from state unread, so each checkpoint holds exactly what the heap does.
+     * from state unread, so each checkpoint holds exactly what the heap does. So do they
+     * with a heap that keeps only a few parts of it, each list past that read back.
      */
     @ParameterizedTest
     @EnumSource(value = Backend.class, names = {"HEAP_CHECKPOINT", "ROCKSDB_CHECKPOINT"})
@@ -604,6 +605,7 @@ class DiskWindowsBatchesTest {
             int failedAt = Math.min(script.size() - 1, cut + rnd.nextInt(40));
             long pauseMs = new long[] {0, 5_000, 30_000, 90_000}[rnd.nextInt(4)];
             int checkpointEvery = 1 + rnd.nextInt(20);
+            int partsKept = rnd.nextInt(30);
             Run once = new Run(false, backend);
             Run often = new Run(false, backend);
             Outcome onceSent = lifeWithARestore(once, script, cut, failedAt, pauseMs);
@@ -613,6 +615,18 @@ class DiskWindowsBatchesTest {
             // Records left in state by a window closed would never be sent again: only the state shows them.
             assertEquals(once.openRecordsAtRestore, often.openRecordsAtRestore, life + ": the open records restored");
             assertEquals(onceSent, oftenSent, life);
+            double heapShare = config.openRecordsHeapShare;
+            config.openRecordsHeapShare = (partsKept + 0.5) * DiskWindows.BYTES_PER_PART / Runtime.getRuntime().maxMemory();
+            try {
+                assertEquals(partsKept, DiskWindows.heldPartsAtMost(config.openRecordsHeapShare), "the share's parts");
+                Run keepingFew = new Run(false, backend);
+                Outcome keepingFewSent = lifeWithARestore(keepingFew, script, cut, failedAt, pauseMs, checkpointEvery);
+                assertEquals(once.openRecordsAtRestore, keepingFew.openRecordsAtRestore,
+                        life + ", " + partsKept + " parts kept: the open records restored");
+                assertEquals(onceSent, keepingFewSent, life + ", " + partsKept + " parts kept");
+            } finally {
+                config.openRecordsHeapShare = heapShare;
+            }
         }
     }
 
