@@ -129,7 +129,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     private transient ValueState<DiskClock> clock;
     /** Copies the clock written to state: the heap backend's snapshot keeps the object written, which the heap goes on changing. */
     private transient TypeSerializer<DiskClock> clockCopier;
-    /** By disk: what it changed since its state was last written (see the class). */
+    /** By disk: its clock and open records on the heap (see the class). */
     private transient Map<String, Held> held;
     /** The share of this JVM's heap that may keep what the disks' lists in state hold ({@link Held#written}). */
     private final double heapShare;
