@@ -39,16 +39,16 @@ def taskmanager_java_options():
     return found[1].split()
 
 
-def taskmanager_memory():
-    """What the stack's TaskManagers have (infra/flink/start-flink.sh): their process size as
-    Flink writes it (2048m) and their slots, for a benchmark's cluster to give each slot the
-    managed memory (RocksDB's) a TaskManager's slot has."""
+def taskmanager_memory_options():
+    """What the stack's TaskManagers have (infra/flink/start-flink.sh), as a benchmark's
+    options: their process size as Flink writes it (2048m) and their slots, for its cluster to
+    give each slot the managed memory (RocksDB's) a TaskManager's slot has."""
     text = START_FLINK.read_text()
     size = re.search(r"^taskmanager:\n(?:  .*\n)*?  memory:\n    process:\n      size: (\S+)$", text, re.M)
     slots = re.search(r"^  numberOfTaskSlots: \$\{FLINK_TASK_SLOTS:-(\d+)\}$", text, re.M)
     if not size or not slots:
         sys.exit(f"{START_FLINK} sets no taskmanager.memory.process.size or taskmanager.numberOfTaskSlots")
-    return size[1], int(slots[1])
+    return ["--taskmanager-process-size", size[1], "--taskmanager-slots", slots[1]]
 
 
 def java_classpath():

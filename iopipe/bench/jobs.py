@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from iopipe import stack
-from iopipe.bench import (JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, taskmanager_java_options, taskmanager_memory,
+from iopipe.bench import (JOBS, TEMPLATE_DISKS, fleet_options, java_classpath, taskmanager_java_options, taskmanager_memory_options,
                           write_templates)
 from iopipe.ports import Ports
 from iopipe.readiness import container_alive, container_log_contains, wait_for
@@ -66,9 +66,8 @@ def main():
         # disk's reads are single events, and the quiet fleet's records are the most a disk's I/O makes.
         recording_templates = Path(scratch) / "recording-templates.tsv"
         write_templates(recording_templates, args.seconds)
-        process_size, slots = taskmanager_memory()
         benchmark = [*java_command(classpath, "io.iopipe.jobs.bench.StreamBenchmark"), *fleet_options(templates, args.disks),
-                     "--seconds", str(args.seconds), "--taskmanager-process-size", process_size, "--taskmanager-slots", str(slots)]
+                     "--seconds", str(args.seconds), *taskmanager_memory_options()]
         if args.state_only:
             subprocess.run([*benchmark, "--state-only", "yes"], check=True)
             return
@@ -113,9 +112,8 @@ def java_command(classpath, main_class):
 
 def models_only(classpath, rounds):
     """Runs ModelPeersBenchmark and writes its table, with when, where and how, to RESULTS-models.md."""
-    process_size, slots = taskmanager_memory()
     table = subprocess.run([*java_command(classpath, "io.iopipe.jobs.bench.ModelPeersBenchmark"), "--rounds", rounds,
-                            "--taskmanager-process-size", process_size, "--taskmanager-slots", str(slots)],
+                            *taskmanager_memory_options()],
                            check=True, stdout=subprocess.PIPE, text=True).stdout
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     MODELS_OUT.write_text(

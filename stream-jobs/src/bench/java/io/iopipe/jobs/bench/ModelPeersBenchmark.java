@@ -64,8 +64,7 @@ public final class ModelPeersBenchmark {
         }
         long windows = Long.parseLong(args.get("windows", "300000"));
         int rounds = Integer.parseInt(args.get("rounds", "3"));
-        slotManagedMemory = StreamBenchmark.slotManagedMemory(args.required("taskmanager-process-size"),
-                Integer.parseInt(args.required("taskmanager-slots")));
+        slotManagedMemory = StreamBenchmark.slotManagedMemory(args);
         Map<String, List<Double>> seconds = new HashMap<>();
         List<String> runs = new ArrayList<>();
         runs.add(NO_COMPARISON);

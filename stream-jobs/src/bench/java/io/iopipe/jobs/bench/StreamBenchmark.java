@@ -43,7 +43,6 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
-import jdk.jfr.Recording;
 import java.util.function.ToLongFunction;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
@@ -131,8 +130,7 @@ public final class StreamBenchmark {
         Path masterSecret = writeMasterSecret(Path.of(System.getProperty("java.io.tmpdir")));
         Path out = args.has("out") ? Path.of(args.get("out", "")) : null;
         Path profileOut = args.has("profile-out") ? Path.of(args.get("profile-out", "")) : null;
-        slotManagedMemory = slotManagedMemory(args.required("taskmanager-process-size"),
-                Integer.parseInt(args.required("taskmanager-slots")));
+        slotManagedMemory = slotManagedMemory(args);
         if (args.has("state-only")) {
             System.out.println(stateReport(statePerDisk(fleet)));
             return;
@@ -141,7 +139,7 @@ public final class StreamBenchmark {
             HostSignatures signatures = HostSignatures.fromFile(masterSecret);
             Produced produced = produce(brokers, kafka, topic, fleet, seconds, signatures);
             int warmUps;
-            try (jdk.jfr.Recording unread = CpuProfile.recordingUnread()) {
+            try (jdk.jfr.Recording unread = CpuProfile.samplingRecording()) {  // the JVM's first recording sets the JIT to work
                 warmUps = warmUp(brokers, kafka, topic, produced.records(), masterSecret);
             }
             if (args.has("profile-only")) {
@@ -547,6 +545,11 @@ public final class StreamBenchmark {
 
     /** The managed memory (RocksDB's) of a slot of the stack's TaskManagers; the local cluster's slots each have as much. */
     private static MemorySize slotManagedMemory = MemorySize.ZERO;
+
+    /** A slot's managed memory in the TaskManager --taskmanager-process-size and --taskmanager-slots describe. */
+    static MemorySize slotManagedMemory(Args args) {
+        return slotManagedMemory(args.required("taskmanager-process-size"), Integer.parseInt(args.required("taskmanager-slots")));
+    }
 
     /** A slot's managed memory in a TaskManager of `processSize` and `slots`, as Flink divides that TaskManager's memory. */
     static MemorySize slotManagedMemory(String processSize, int slots) {
