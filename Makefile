@@ -116,9 +116,10 @@ test-vector: $(VENV)/.installed agent
 	@cd infra/vector/vrl-check && $(CARGO) test --release --locked
 	@$(PYTHON) -m pytest -q infra/vector/tests
 
+# In the release profile's code without its link-time optimisation (agent/Cargo.toml).
 test-agent:
 	@echo "[iopipe] agent tests (cargo test)"
-	@cd agent && $(CARGO) test --release --locked
+	@cd agent && $(CARGO) test --profile release-tests --locked
 
 test-jobs:
 	@echo "[iopipe] stream job tests (maven)"
