@@ -76,7 +76,9 @@ public final class OfflineJob {
                         new org.apache.flink.core.fs.Path(input.toAbsolutePath().toUri()))
                 .build();
         DataStream<RawRecord> lines = env.fromSource(source, WatermarkStrategy.noWatermarks(), "records file");
-        DataStream<OutputRecord> out = Pipeline.build(lines, config);
+        // What the graph accepted is the input file itself: left uncollected, it never crosses
+        // from the job to this client (the whole input, serialized a second time).
+        DataStream<OutputRecord> out = Pipeline.outputs(lines, config).derived();
         long records = 0;
         long rejected = 0;
         try (CloseableIterator<OutputRecord> results = out.executeAndCollect("iopipe offline");
@@ -84,9 +86,6 @@ public final class OfflineJob {
              BufferedWriter bad = Files.newBufferedWriter(rejects, StandardCharsets.UTF_8)) {
             while (results.hasNext()) {
                 OutputRecord r = results.next();
-                if (r.acceptedInput) {
-                    continue;  // the input file itself: only what the graph derives from it is written
-                }
                 boolean isReject = DeadLetters.SCHEMA.equals(r.schema);
                 Verdicts.print(r, System.out);
                 BufferedWriter to = isReject ? bad : good;
