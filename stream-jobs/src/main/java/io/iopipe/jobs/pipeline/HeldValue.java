@@ -14,8 +14,9 @@ import org.apache.flink.api.common.typeutils.TypeSerializer;
  * A keyed value state whose reads and writes stay on the heap: a key's value is read from
  * its state at the key's first access since this instance started, and written back, if it
  * changed, as the next snapshot's barrier reaches the operator ({@link WritingBack}); the
- * heap keeps it after. Used as the ValueState it stands for, once pointed at the key being
- * taken ({@link #of}).
+ * heap keeps it after, a cleared value too (known empty, so not read again) while the key
+ * holds any other value written back with it. Used as the ValueState it stands for, once
+ * pointed at the key being taken ({@link #of}).
  */
 final class HeldValue<T> implements ValueState<T> {
     private final ValueState<T> state;
@@ -40,8 +41,12 @@ final class HeldValue<T> implements ValueState<T> {
 
     /** The held value of the keyed state `descriptor` names. */
     static <T> HeldValue<T> in(RuntimeContext runtime, ValueStateDescriptor<T> descriptor) {
-        ValueState<T> state = runtime.getState(descriptor);
-        return new HeldValue<>(state, descriptor.getSerializer().duplicate());
+        return over(runtime.getState(descriptor), descriptor.getSerializer().duplicate());
+    }
+
+    /** The held value of `state`, whose written values `copier` copies. */
+    static <T> HeldValue<T> over(ValueState<T> state, TypeSerializer<T> copier) {
+        return new HeldValue<>(state, copier);
     }
 
     /** This, pointed at `key`'s value: call with the key of each record or timer before using it. */
@@ -77,8 +82,10 @@ final class HeldValue<T> implements ValueState<T> {
     }
 
     /**
-     * Writes back each key's changed values of `values`; the heap keeps them, but for those
-     * cleared (a key forgotten is not held).
+     * Writes back each key's changed values of `values`. The heap keeps them, cleared ones as
+     * known empty, but for a key whose every value of these is cleared: a key forgotten is
+     * not held. (RollUpWindows clears a value of each disk at every window: read again from
+     * RocksDB after each snapshot, it cost a get a window.)
      */
     static void writeBack(WritingBack.KeySetter toKey, HeldValue<?>... values) throws IOException {
         Set<String> keys = new HashSet<>();
@@ -91,23 +98,32 @@ final class HeldValue<T> implements ValueState<T> {
         }
         for (String k : keys) {
             toKey.setCurrentKey(k);
+            boolean holdsAny = false;
             for (HeldValue<?> v : values) {
-                v.writeBack(k);
+                holdsAny |= v.writeBack(k);
+            }
+            if (!holdsAny) {
+                for (HeldValue<?> v : values) {
+                    v.held.remove(k);
+                }
             }
         }
     }
 
-    private void writeBack(String k) throws IOException {
+    /** Writes back `k`'s value if it changed; whether the key holds a value of this. */
+    private boolean writeBack(String k) throws IOException {
         Held<T> h = held.get(k);
-        if (h == null || !h.changed) {
-            return;
+        if (h == null) {
+            return false;
         }
-        if (h.value == null) {
-            state.clear();
-            held.remove(k);
-        } else {
-            state.update(copier.copy(h.value));
+        if (h.changed) {
+            if (h.value == null) {
+                state.clear();
+            } else {
+                state.update(copier.copy(h.value));
+            }
             h.changed = false;
         }
+        return h.value != null;
     }
 }
