@@ -231,17 +231,23 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
          */
         @SuppressWarnings("unchecked")
         final List<DiskRecord>[] written = new List[OPEN_RECORD_LISTS];
+        /**
+         * The disk's state holds no window an earlier build kept whole: this build never writes
+         * one, so once none is left none comes back, and a closing window looks for none.
+         */
+        boolean noWindowsOfEarlierBuilds;
 
         Held(DiskClock clock) {
             this.clock = clock;
         }
 
-        /** A disk with no state: its lists hold nothing (every write of them writes its clock too). */
+        /** A disk with no state: its lists hold nothing (every write of them writes its clock too), nor any earlier build's window. */
         static Held ofNewDisk() {
             Held h = new Held(DiskClock.ofNewDisk());
             for (int list = 0; list < OPEN_RECORD_LISTS; list++) {
                 h.written[list] = new ArrayList<>();
             }
+            h.noWindowsOfEarlierBuilds = true;
             return h;
         }
     }
@@ -384,7 +390,10 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     private Map<Long, DiskWindow> foldClosing(long[] closing, Held h) throws Exception {
         Map<Long, DiskWindow> windows = new HashMap<>();
         for (long startMs : closing) {
-            windows.put(startMs, openedByEarlierBuild(startMs));
+            windows.put(startMs, h.noWindowsOfEarlierBuilds ? accumulate.openWindow() : openedByEarlierBuild(startMs));
+        }
+        if (!h.noWindowsOfEarlierBuilds) {
+            h.noWindowsOfEarlierBuilds = openWindowsOfEarlierBuilds.isEmpty();
         }
         if (!h.clock.openRecordsByWindow) {
             moveOutOfOneList(windows, h);
