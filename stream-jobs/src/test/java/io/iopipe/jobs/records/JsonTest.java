@@ -68,6 +68,20 @@ class JsonTest {
     }
 
     @Test
+    void aDecimalReadsAsTheDoubleJavaReadsItAs() throws Exception {
+        java.util.Random rnd = new java.util.Random(7);
+        for (int i = 0; i < 20_000; i++) {
+            String text = switch (i % 3) {
+                case 0 -> Double.toString(Double.longBitsToDouble(rnd.nextLong() & 0x7FEF_FFFF_FFFF_FFFFL));
+                case 1 -> rnd.nextInt(1_000_000) + "." + String.format("%0" + (1 + rnd.nextInt(25)) + "d", Math.abs(rnd.nextLong()) % 1_000_000_000_000_000L);
+                default -> (rnd.nextInt(9) + 1) + "." + rnd.nextInt(1_000_000) + "e" + (rnd.nextInt(620) - 320);
+            };
+            double read = Json.parseObject("{\"x\":" + text + "}").get("x").doubleValue();
+            assertEquals(Double.doubleToRawLongBits(Double.parseDouble(text)), Double.doubleToRawLongBits(read), text);
+        }
+    }
+
+    @Test
     void aNumberOutOfItsSchemasRangeIsRefusedNamingTheRange() throws Exception {
         RecordSchema.Range weight = RecordSchema.of(IoEvent.SCHEMA).range("sample_weight");
         assertEquals(4294967295.0, Json.number(Json.parseObject("{\"sample_weight\":4294967295}"), "sample_weight", weight));
