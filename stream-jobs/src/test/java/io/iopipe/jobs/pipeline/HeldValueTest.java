@@ -45,11 +45,16 @@ class HeldValueTest {
         }, span, sent);
     }
 
-    @Test
-    void aValueClearedBesideOneStillHeldIsKnownEmptyAndNotReadAgain() throws Exception {
+    /** Disk d's span and sent flag, both written back. */
+    private void bothWrittenBack() throws Exception {
         span.of("d").update(1L);
         sent.of("d").update(1L);
         writeBack();
+    }
+
+    @Test
+    void aValueClearedBesideOneStillHeldIsKnownEmptyAndNotReadAgain() throws Exception {
+        bothWrittenBack();
         sent.of("d").clear();
         writeBack();
         assertEquals(Map.of("d", 1L), spanState.values);
@@ -64,9 +69,7 @@ class HeldValueTest {
 
     @Test
     void aKeyWhoseEveryValueIsClearedIsLetGoOfAndReadFromStateAgain() throws Exception {
-        span.of("d").update(1L);
-        sent.of("d").update(1L);
-        writeBack();
+        bothWrittenBack();
         span.of("d").clear();
         sent.of("d").clear();
         writeBack();
