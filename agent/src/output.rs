@@ -555,7 +555,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
         }
         let said = sink.says.last().expect("librdkafka said nothing of a broker that refuses every connection");
-        assert!(said.contains("127.0.0.1:9") || said.contains("1/1 brokers are down"), "{said}");
+        // The broker refusing, or all brokers down: librdkafka counts those down as it sees
+        // their states at that moment, so "1/1" or, racing a reconnect, "0/1".
+        assert!(said.contains("127.0.0.1:9") || said.contains("/1 brokers are down"), "{said}");
     }
 
     fn test_key() -> HostKey {
