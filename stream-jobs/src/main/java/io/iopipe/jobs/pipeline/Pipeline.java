@@ -106,11 +106,6 @@ public final class Pipeline {
         }
     }
 
-    /** Everything the graph emits, as one stream. */
-    public static DataStream<OutputRecord> build(DataStream<RawRecord> input, Config config) {
-        return outputs(input, config).all();
-    }
-
     /** The graph over `input`: the accepted records and the rest, apart. */
     public static Outputs outputs(DataStream<RawRecord> input, Config config) {
         // Longer windows and the latency rollups are summed from the first windows.

@@ -237,7 +237,7 @@ class AcceptedRecordsTest {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(2);
         List<OutputRecord> out = new ArrayList<>();
-        try (CloseableIterator<OutputRecord> results = Pipeline.build(env.fromData(input), config)
+        try (CloseableIterator<OutputRecord> results = Pipeline.outputs(env.fromData(input), config).all()
                 .executeAndCollect("accepted records")) {
             results.forEachRemaining(out::add);
         }

@@ -307,7 +307,7 @@ class BatchedRecordsTest {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(1);
         List<OutputRecord> out = new ArrayList<>();
-        try (CloseableIterator<OutputRecord> results = Pipeline.build(env.fromData(input), new Pipeline.Config())
+        try (CloseableIterator<OutputRecord> results = Pipeline.outputs(env.fromData(input), new Pipeline.Config()).all()
                 .executeAndCollect("batched records")) {
             results.forEachRemaining(out::add);
         }

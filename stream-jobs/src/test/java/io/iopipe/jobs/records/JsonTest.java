@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 class JsonTest {
@@ -69,7 +70,7 @@ class JsonTest {
 
     @Test
     void aDecimalReadsAsTheDoubleJavaReadsItAs() throws Exception {
-        java.util.Random rnd = new java.util.Random(7);
+        Random rnd = new Random(7);
         for (int i = 0; i < 20_000; i++) {
             String text = switch (i % 3) {
                 case 0 -> Double.toString(Double.longBitsToDouble(rnd.nextLong() & 0x7FEF_FFFF_FFFF_FFFFL));
