@@ -28,13 +28,14 @@ EXPECTED = {
 }
 
 
-def detect(tmp_path, name, seed=1, records=None):
-    """`make detect` over a scenario's records (or the ones given): its printed verdicts
-    and the records it wrote, each checked against its schema."""
-    path = tmp_path / f"{name}.ndjson"
-    with open(path, "w") as f:
-        for record in records if records is not None else scenarios.generate(name, seed):
-            f.write(json.dumps(record, separators=(",", ":")) + "\n")
+def detect(tmp_path, name, seed=1, path=None):
+    """`make detect` over a scenario's records (or the file of records given): its printed
+    verdicts and the records it wrote, each checked against its schema."""
+    if path is None:
+        path = tmp_path / f"{name}.ndjson"
+        with open(path, "w") as f:
+            for record in scenarios.generate(name, seed):
+                f.write(json.dumps(record, separators=(",", ":")) + "\n")
     output = tmp_path / f"{name}.out.ndjson"
     run = subprocess.run(["make", "-s", "detect", f"INPUT={path}", f"OUTPUT={output}"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -107,7 +108,7 @@ def test_a_mixed_fleet_raises_the_pathologies_verdicts_and_nothing_on_its_health
     """Hundreds of healthy disks of every kind (HDDs at 5400-15k rpm, with caches, streaming;
     SSDs with GC stalls; NVMe below its knee; idle disks) beside each scenario's disks."""
     healthy = 240
-    printed, out = detect(tmp_path, "fleet", records=fleet.mixed_fleet(healthy, 150))
+    printed, out = detect(tmp_path, "fleet", path=fleet.mixed_fleet_file(healthy, 150))
     expected = sorted(line for lines in EXPECTED.values() for line in lines)
     assert sorted(verdict(line) for line in printed) == expected, "\n".join(printed)
     windowed = {r["host"] + "/" + r["disk"] for r in out if r["schema"] == "io.window.v1" and r["host"].startswith("fleet-")}

@@ -23,7 +23,7 @@ import random
 import sys
 
 from iopipe.contract import SAMPLING
-from iopipe.synthetic import scenarios
+from iopipe.synthetic import cached, scenarios
 from iopipe.synthetic.agent_records import (LATENCY_KINDS, SECTOR_BYTES, AgentRecords, DiskCounters,
                                             latency_histograms, whole_ms)
 from iopipe.synthetic.scenarios import SAMPLE_PHASE_NS, SECOND_NS, START_NS
@@ -294,6 +294,13 @@ def mixed_fleet(disks, seconds, seed=1):
     for name in scenarios.SCENARIOS:
         records.extend(scenarios.generate(name, seed))
     return sorted(records, key=scenarios.time_of)
+
+
+def mixed_fleet_file(disks, seconds, seed=1):
+    """The mixed fleet's records as a file, generated once for each version of what
+    generates them and kept in the cache."""
+    return cached.records_file("fleet", f"mixed-{disks}-disks-{seconds}-s", f"{disks} {seconds} {seed}",
+                               lambda: mixed_fleet(disks, seconds, seed))
 
 
 if __name__ == "__main__":

@@ -22,20 +22,17 @@ or retries shows in when in a window its I/Os came, which one interval a window 
 """
 import argparse
 import collections
-import hashlib
 import heapq
 import json
 import math
-import os
 import random
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from iopipe.paths import CACHE, REPO, SCHEMA
-from iopipe.synthetic import fleet
+from iopipe.paths import REPO
+from iopipe.synthetic import cached, fleet
 from iopipe.synthetic.agent_records import SECTOR_BYTES, AgentRecords, DiskCounters, latency_histograms, whole_ms
 from iopipe.synthetic.scenarios import SAMPLE_PHASE_NS, SECOND_NS, START_NS
 
@@ -378,36 +375,9 @@ def records(count, minutes=MINUTES, seed=1):
 
 def generated(count, minutes=MINUTES, seed=1):
     """The set's records as a file, generated once for each version of what generates them
-    (the synthetic models, the diskstats fields, the record schemas) and kept in the cache."""
-    sources = sorted(Path(__file__).parent.glob("*.py")) + [REPO / "iopipe" / "diskstats_fields.py", SCHEMA / "topics.json"]
-    sources += sorted((SCHEMA / "records").glob("*.schema.json"))
-    digest = hashlib.sha256(f"{count} {minutes} {seed}".encode())
-    for source in sources:
-        digest.update(source.read_bytes())
-    path = CACHE / "precision" / f"{count}-disks-{minutes}-min-{digest.hexdigest()[:16]}.ndjson"
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for older in path.parent.glob(f"{count}-disks-{minutes}-min-*.ndjson"):  # an older version's set is not read again
-        older.unlink(missing_ok=True)
-    remove_abandoned(path.parent.glob(f"{count}-disks-{minutes}-min-*.partial-*"))
-    partial = path.with_suffix(f".partial-{os.getpid()}")
-    started = time.monotonic()
-    with open(partial, "w") as f:
-        for i, record in enumerate(records(count, minutes, seed)):
-            f.write(json.dumps(record, separators=(",", ":")) + "\n")
-            if i % 1_000_000 == 0:
-                print(f"generating: {i:,} records, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    partial.rename(path)  # whole or not at all: an interrupted run leaves no set to reuse
-    return path
-
-
-def remove_abandoned(partials):
-    """Partial sets whose writer is gone (an interrupted run): about 1 GB each, never read."""
-    for partial in partials:
-        pid = partial.name.rsplit("-", 1)[1]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            partial.unlink(missing_ok=True)
+    and kept in the cache."""
+    return cached.records_file("precision", f"{count}-disks-{minutes}-min", f"{count} {minutes} {seed}",
+                               lambda: records(count, minutes, seed))
 
 
 def evaluate(count, minutes=MINUTES, seed=1):
