@@ -46,6 +46,8 @@ def main():
     parser.add_argument("--out", default=str(JOBS / "bench/RESULTS.md"))
     parser.add_argument("--profile-out", default=str(JOBS / "bench/PROFILE.md"), help="where the CPU profile goes")
     parser.add_argument("--profile-only", action="store_true", help="only profile the job as it runs (after a warm-up)")
+    parser.add_argument("--profile-recording", help="where to keep the profile's Flight Recorder recording (for `jfr print` "
+                                                    "or JDK Mission Control); else it is deleted")
     parser.add_argument("--state-only", action="store_true",
                         help="only the keyed state per disk, as the job's serializers write it (no Kafka, no run)")
     parser.add_argument("--records", choices=("single", "batched"), default="batched",
@@ -77,6 +79,7 @@ def main():
             subprocess.run([*benchmark, "--brokers", ports.brokers, "--rounds", args.rounds, "--out", args.out,
                             "--recording-templates", str(recording_templates),
                             "--profile-out", args.profile_out, *(["--profile-only", "yes"] if args.profile_only else []),
+                            *(["--profile-recording", str(Path(args.profile_recording).resolve())] if args.profile_recording else []),
                             *broker_cpu_option(kafka),
                             "--kafka-config", str(kafka_java_config(ports.brokers))], check=True)
         finally:

@@ -101,7 +101,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * its disks' records one by one, the most records their I/O makes), --out (results file),
  * --taskmanager-process-size and --taskmanager-slots (the stack's TaskManagers: each slot of the
  * local cluster gets the managed memory one of theirs has),
- * --profile-out (the profile's file), --broker-cpu (the broker container's cgroup CPU account,
+ * --profile-out (the profile's file), --profile-recording (where to keep the profile's Flight
+ * Recorder recording, for `jfr print` or JDK Mission Control; else it is deleted), --broker-cpu (the broker container's cgroup CPU account,
  * for the profile), --profile-only yes (only the warm-up and the profile), --state-only yes (only the state per disk: no Kafka).
  */
 public final class StreamBenchmark {
@@ -144,7 +145,7 @@ public final class StreamBenchmark {
             }
             if (args.has("profile-only")) {
                 write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret,
-                        brokerCpu(args)));
+                        brokerCpu(args), profileRecording(args)));
                 return;
             }
             Rates rates = measure(brokers, kafka, topic, produced.records(), rounds, masterSecret);
@@ -160,7 +161,7 @@ public final class StreamBenchmark {
                     measureRecording(brokers, kafka, topic, quiet, oneRecording, recordingRounds, masterSecret));
             write(out, report);
             write(profileOut, profileAsRun(brokers, kafka, topic, produced, fleet.disks(), seconds, masterSecret,
-                    brokerCpu(args)));
+                    brokerCpu(args), profileRecording(args)));
         } finally {
             Files.deleteIfExists(masterSecret);
         }
@@ -291,13 +292,17 @@ public final class StreamBenchmark {
         return args.has("broker-cpu") ? Path.of(args.get("broker-cpu", "")) : null;
     }
 
+    private static Path profileRecording(Args args) {
+        return args.has("profile-recording") ? Path.of(args.get("profile-recording", "")) : null;
+    }
+
     /**
      * Where the job as it runs spends its CPU over the whole topic once more: its threads'
      * and the broker's CPU time ({@link ThreadCpu}), and its tasks' Java code sampled by
-     * Flight Recorder ({@link CpuProfile}).
+     * Flight Recorder ({@link CpuProfile}); the recording is kept at `keptRecording` where given.
      */
     static String profileAsRun(String brokers, KafkaClientConfig kafka, String topic, Produced produced, int disks,
-                               int seconds, Path masterSecret, Path brokerCpu) throws Exception {
+                               int seconds, Path masterSecret, Path brokerCpu, Path keptRecording) throws Exception {
         long records = produced.records();
         Pipeline.Config checked = checkingSignatures(masterSecret);
         Path jfr = Files.createTempFile("iopipe-bench-", ".jfr");
@@ -337,6 +342,10 @@ public final class StreamBenchmark {
                     String.format("Rerun: `python3 -m iopipe.bench.jobs --disks %d --seconds %d --profile-only`, or "
                             + "`make bench-jobs` with every part.", disks, seconds), "");
         } finally {
+            if (keptRecording != null && Files.exists(jfr)) {
+                Files.move(jfr, keptRecording, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                say("the profile's recording: " + keptRecording);
+            }
             Files.deleteIfExists(jfr);
         }
     }
