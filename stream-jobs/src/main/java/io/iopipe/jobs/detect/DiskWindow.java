@@ -5,7 +5,6 @@ import io.iopipe.jobs.records.IoEvent;
 import io.iopipe.jobs.records.WindowSample;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -33,10 +32,14 @@ public class DiskWindow {
     public Map<String, OpLatency> ops = new TreeMap<>();
     public List<IoEvent> events = new ArrayList<>();
     public long eventsOverCap;
-    /** Identities of the records folded in while the window is open: a resent one is merged once. */
-    public Set<Long> seen = new HashSet<>();
+    /**
+     * Identities of the records folded in while the window is open: a resent one is merged
+     * once. A {@link LongHashSet}, unless the window was read from state (Flink reads a set
+     * field back as a HashSet): the next record makes it one.
+     */
+    public Set<Long> seen = new LongHashSet();
     /** Of {@link #seen}, the kernel histograms': a closed window remembers these a while, for late ones. */
-    public Set<Long> seenHistograms = new HashSet<>();
+    public Set<Long> seenHistograms = new LongHashSet();
     /** The last window its disk sent before it fell silent: no more of the disk is coming for now. */
     public boolean lastBeforeSilence;
     /**
@@ -195,19 +198,23 @@ public class DiskWindow {
 
     /** Whether a record of this identity is new to the window; remembers it, and which were kernel histograms. */
     public boolean firstSeen(long identity, boolean kernelHistogram) {
-        if (!seen.add(identity)) {
+        LongHashSet ids = LongHashSet.of(seen);
+        seen = ids;
+        if (!ids.addLong(identity)) {
             return false;
         }
         if (kernelHistogram) {
-            seenHistograms.add(identity);
+            LongHashSet histograms = LongHashSet.of(seenHistograms);
+            seenHistograms = histograms;
+            histograms.addLong(identity);
         }
         return true;
     }
 
     /** A closed window takes no more records: what it saw need not travel on. */
     public void forgetWhatWasSeen() {
-        seen = new HashSet<>();
-        seenHistograms = new HashSet<>();
+        seen = new LongHashSet();
+        seenHistograms = new LongHashSet();
     }
 
     public OpLatency op(String op) {

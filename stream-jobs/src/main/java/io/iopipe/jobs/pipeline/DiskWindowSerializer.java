@@ -14,12 +14,12 @@ import static io.iopipe.jobs.pipeline.CompactFields.writeString;
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.IntervalCounts;
 import io.iopipe.jobs.detect.Log2Histogram;
+import io.iopipe.jobs.detect.LongHashSet;
 import io.iopipe.jobs.detect.OpLatency;
 import io.iopipe.jobs.iostat.IostatSums;
 import io.iopipe.jobs.records.IoEvent;
 import java.io.IOException;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -218,9 +218,9 @@ public final class DiskWindowSerializer extends CompactSerializer<DiskWindow> {
 
     private static Set<Long> readIds(DataInputView in) throws IOException {
         int n = readCount(in);
-        Set<Long> ids = new HashSet<>();
+        LongHashSet ids = new LongHashSet();
         for (int i = 0; i < n; i++) {
-            ids.add(in.readLong());
+            ids.addLong(in.readLong());
         }
         return ids;
     }

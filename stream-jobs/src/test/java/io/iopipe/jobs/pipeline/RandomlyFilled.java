@@ -1,5 +1,6 @@
 package io.iopipe.jobs.pipeline;
 
+import io.iopipe.jobs.detect.LongHashSet;
 import java.lang.reflect.Array;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
@@ -81,7 +82,9 @@ final class RandomlyFilled {
             return list;
         }
         if (type == Set.class) {
-            Set<Object> set = new HashSet<>();
+            // Sets of longs as the job keeps them (record identities): unboxed, in the order added.
+            @SuppressWarnings("unchecked")
+            Set<Object> set = isSetOfLongs(generic) ? (Set<Object>) (Set<?>) new LongHashSet() : new HashSet<>();
             for (int i = 1 + random.nextInt(40); i > 0; i--) {
                 set.add(element(generic, 0, depth));
             }
@@ -95,6 +98,10 @@ final class RandomlyFilled {
             return map;
         }
         return of(type, depth + 1);
+    }
+
+    private static boolean isSetOfLongs(Type generic) {
+        return ((ParameterizedType) generic).getActualTypeArguments()[0] == Long.class;
     }
 
     /** An element of a collection field: its `i`-th type argument. */
