@@ -1,8 +1,14 @@
 package io.iopipe.jobs.records;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.AbstractMap;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * How a batched record (io.interval.v1, io.eventbatch.v1) holds the records it batches: one
@@ -19,6 +25,8 @@ final class BatchColumns {
     private final String[] columns;
     /** Each column's field in the records the batch holds. */
     private final String[] fields;
+    /** Each field's column, by the field's name. */
+    private final Map<String, Integer> columnOf = new HashMap<>();
     private final int[] maxItems;
 
     private BatchColumns(String prefix, String partName, List<String> columns, RecordSchema schema) {
@@ -27,6 +35,9 @@ final class BatchColumns {
         this.columns = columns.toArray(String[]::new);
         this.fields = columns.stream().map(c -> c.substring(prefix.length())).toArray(String[]::new);
         this.maxItems = columns.stream().mapToInt(schema::maxItems).toArray();
+        for (int k = 0; k < fields.length; k++) {
+            columnOf.put(fields[k], k);
+        }
     }
 
     /**
@@ -70,11 +81,14 @@ final class BatchColumns {
     /** A batch's parts, each shown to the decoders as a record of its own. */
     final class Parts {
         private final JsonNode[] arrays;
+        private final PartFields fieldsOfPart = new PartFields();
         /**
-         * What the decoders read of the current part: one object refilled for each part,
-         * its values the batch's own nodes, rather than a copy made of every part.
+         * What the decoders read of the current part: one object whose fields are the
+         * current part's entries of the batch's own arrays, looked up as they are read.
+         * Neither a copy of every part nor one refilled for each: setting its fields was a
+         * tenth of the decoding task (stream-jobs/bench/PROFILE.md of 2026-12-01).
          */
-        private final ObjectNode part = Json.object();
+        private final ObjectNode part = new ObjectNode(JsonNodeFactory.instance, fieldsOfPart);
 
         private Parts(JsonNode[] arrays) {
             this.arrays = arrays;
@@ -84,12 +98,40 @@ final class BatchColumns {
             return arrays[0].size();
         }
 
-        /** The i-th part, as a record of its fields; the same object again at the next call, refilled. */
+        /** The i-th part, as a record of its fields; the same object again at the next call, showing that part. */
         JsonNode get(int i) {
-            for (int k = 0; k < arrays.length; k++) {
-                part.set(fields[k], arrays[k].get(i));
-            }
+            fieldsOfPart.index = i;
             return part;
+        }
+
+        /** The current part's fields, read-only: each its column's entry at the part's index. */
+        private final class PartFields extends AbstractMap<String, JsonNode> {
+            int index;
+
+            @Override
+            public JsonNode get(Object field) {
+                Integer k = columnOf.get(field);
+                return k == null ? null : arrays[k].get(index);
+            }
+
+            @Override
+            public boolean containsKey(Object field) {
+                return columnOf.containsKey(field);
+            }
+
+            @Override
+            public int size() {
+                return fields.length;
+            }
+
+            @Override
+            public Set<Entry<String, JsonNode>> entrySet() {
+                Set<Entry<String, JsonNode>> entries = new LinkedHashSet<>();
+                for (int k = 0; k < fields.length; k++) {
+                    entries.add(new SimpleImmutableEntry<>(fields[k], arrays[k].get(index)));
+                }
+                return entries;
+            }
         }
 
         /** The i-th part's field as sent, cut short, for a message telling which part is meant. */
