@@ -31,6 +31,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -343,7 +344,7 @@ public final class StreamBenchmark {
                             + "`make bench-jobs` with every part.", disks, seconds), "");
         } finally {
             if (keptRecording != null && Files.exists(jfr)) {
-                Files.move(jfr, keptRecording, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                Files.move(jfr, keptRecording, StandardCopyOption.REPLACE_EXISTING);
                 say("the profile's recording: " + keptRecording);
             }
             Files.deleteIfExists(jfr);

@@ -117,11 +117,6 @@ public final class LongHashSet extends AbstractSet<Long> {
         };
     }
 
-    /** The values in the order they were added. */
-    public long[] toLongArray() {
-        return Arrays.copyOf(values, size);
-    }
-
     private void grow() {
         values = Arrays.copyOf(values, Math.max(FIRST_CAPACITY, values.length * 2));
         slots = new int[values.length * 2];

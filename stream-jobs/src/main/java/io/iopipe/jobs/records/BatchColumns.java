@@ -86,7 +86,7 @@ final class BatchColumns {
          * What the decoders read of the current part: one object whose fields are the
          * current part's entries of the batch's own arrays, looked up as they are read.
          * Neither a copy of every part nor one refilled for each: setting its fields was a
-         * tenth of the decoding task (stream-jobs/bench/PROFILE.md of 2026-12-01).
+         * tenth of the decoding task's samples (bench-jobs --profile-only, 2026-12-01).
          */
         private final ObjectNode part = new ObjectNode(JsonNodeFactory.instance, fieldsOfPart);
 
@@ -136,13 +136,12 @@ final class BatchColumns {
 
         /** The i-th part's field as sent, cut short, for a message telling which part is meant. */
         String entry(String field, int i) {
-            for (int k = 0; k < fields.length; k++) {
-                if (fields[k].equals(field)) {
-                    JsonNode value = arrays[k].get(i);
-                    return Texts.cut(value.isTextual() ? value.textValue() : value.toString(), MAX_ENTRY_CHARS);
-                }
+            Integer k = columnOf.get(field);
+            if (k == null) {
+                throw new IllegalArgumentException("a " + partName + " has no field " + field);
             }
-            throw new IllegalArgumentException("a " + partName + " has no field " + field);
+            JsonNode value = arrays[k].get(i);
+            return Texts.cut(value.isTextual() ? value.textValue() : value.toString(), MAX_ENTRY_CHARS);
         }
 
         /**
@@ -159,12 +158,7 @@ final class BatchColumns {
                 end++;
             }
             String name = field.substring(0, end);
-            for (String f : fields) {
-                if (f.equals(name)) {
-                    return prefix + name + "[" + i + "]" + field.substring(end);
-                }
-            }
-            return field;
+            return columnOf.containsKey(name) ? prefix + name + "[" + i + "]" + field.substring(end) : field;
         }
 
         /** A refusal of the i-th part, which `description` names, as the batch's. */

@@ -45,7 +45,6 @@ class LongHashSetTest {
             }
             assertEquals(expected.size(), set.size());
             assertEquals(new ArrayList<>(expected), new ArrayList<>(set));
-            assertEquals(new ArrayList<>(expected), longs(set.toLongArray()));
             assertEquals(new HashSet<>(expected), set);
             assertEquals(set, new HashSet<>(expected));
             assertEquals(new HashSet<>(expected).hashCode(), set.hashCode());
@@ -114,14 +113,6 @@ class LongHashSetTest {
         assertInstanceOf(LongHashSet.class, restored.seen);
         assertEquals(Set.of(1L, 2L, 3L, 4L), restored.seen);
         assertEquals(Set.of(2L, 4L), restored.seenHistograms);
-    }
-
-    private static List<Long> longs(long[] values) {
-        List<Long> list = new ArrayList<>();
-        for (long v : values) {
-            list.add(v);
-        }
-        return list;
     }
 
     private static <V> byte[] bytes(TypeSerializer<V> serializer, V value) throws Exception {
