@@ -114,9 +114,9 @@ class KafkaTracingAgent:
         holds) and returns what it said; with `check`, it must have exited cleanly."""
         if self.process.poll() is None:
             self.process.terminate()
-            # It waits as long as the brokers keep taking its backlog, and gives up after 70 s
-            # of their taking none (CLOSE_STALL_TIMEOUT, agent/src/output.rs).
-            self.process.wait(timeout=300)
+            # It waits until every record it holds is delivered or past its delivery timeout
+            # (300 s, agent/src/output.rs), and a little longer for librdkafka to say so.
+            self.process.wait(timeout=360)
         said = self.said()
         assert not check or self.process.returncode == 0, said
         return said

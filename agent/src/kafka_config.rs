@@ -31,21 +31,21 @@ struct Setting {
 
 /// Memory the producer may hold while the brokers are away; past it records are shed.
 const MAX_BUFFERED_KIB: &str = "65536";
-/// How long a record is retried before it counts as failed.
-const DELIVERY_TIMEOUT_MS: &str = "300000";
 
-/// The producer's settings besides the brokers, which a --kafka-config file cannot change.
-pub const PRODUCER_SETTINGS: [(&str, &str); 6] = [
+/// The producer's settings besides the brokers and the delivery timeout, which a
+/// --kafka-config file cannot change.
+pub const PRODUCER_SETTINGS: [(&str, &str); 5] = [
     ("client.id", "iopipe-agent"),
     ("enable.idempotence", "true"),
     ("compression.type", "lz4"),
     ("linger.ms", "100"),
     ("queue.buffering.max.kbytes", MAX_BUFFERED_KIB),
-    ("message.timeout.ms", DELIVERY_TIMEOUT_MS),
 ];
 
 /// librdkafka's names for the brokers, which are --brokers.
 const BROKERS: &[&str] = &["bootstrap.servers", "metadata.broker.list"];
+/// librdkafka's names for how long a record is retried, which is --kafka-delivery-timeout.
+pub const DELIVERY_TIMEOUT: &[&str] = &["message.timeout.ms", "delivery.timeout.ms"];
 
 /// Properties the agent's delivery accounting rests on besides those it sets itself
 /// (PRODUCER_SETTINGS), and librdkafka's other names for those.
@@ -67,7 +67,6 @@ const RELIED_ON: &[&str] = &[
     // Other names of PRODUCER_SETTINGS.
     "compression.codec",
     "queue.buffering.max.ms",
-    "delivery.timeout.ms",
 ];
 
 /// Properties whose value is itself a secret (librdkafka's sensitive ones that are not paths).
@@ -178,6 +177,9 @@ fn refusal(key: &str) -> Option<&'static str> {
     if BROKERS.contains(&name) {
         return Some("is --brokers (IOPIPE_KAFKA_BROKERS), not a file setting");
     }
+    if DELIVERY_TIMEOUT.contains(&name) {
+        return Some("is --kafka-delivery-timeout (IOPIPE_KAFKA_DELIVERY_TIMEOUT), not a file setting");
+    }
     let own = PRODUCER_SETTINGS.iter().any(|(k, _)| *k == name) || RELIED_ON.contains(&name);
     own.then_some("is the agent's to set: its delivery and delivery accounting rest on it")
 }
@@ -264,6 +266,7 @@ mod tests {
             assert!(shown.starts_with(&format!("{PATH} line 2: {key} is ")), "{shown}");
         }
         assert!(error("bootstrap.servers=kafka-1:9093").contains("--brokers"));
+        assert!(error("message.timeout.ms=0").contains("--kafka-delivery-timeout"));
     }
 
     #[test]
@@ -275,7 +278,7 @@ mod tests {
 
     #[test]
     fn every_refused_name_is_one_librdkafka_knows() {
-        for key in BROKERS.iter().chain(RELIED_ON) {
+        for key in BROKERS.iter().chain(DELIVERY_TIMEOUT).chain(RELIED_ON) {
             // An empty value resets a property, or is refused as a value: never unknown.
             let known = !matches!(
                 ClientConfig::new().set(*key, "").create_native_config(),
@@ -322,7 +325,7 @@ mod tests {
 
     fn producer_error(text: &str) -> String {
         let config = load(text).unwrap();
-        format!("{:#}", KafkaSink::connect("127.0.0.1:9", Some(&config), None).err().expect("refused"))
+        format!("{:#}", KafkaSink::connect("127.0.0.1:9", Some(&config), None, std::time::Duration::from_secs(1)).err().expect("refused"))
     }
 
     #[test]

@@ -37,7 +37,7 @@ fn manifest_dir() -> std::path::PathBuf {
 use anyhow::{bail, Context, Result};
 use batching::RecordMode;
 use clap::{Parser, Subcommand, ValueEnum};
-use output::{KafkaSink, Sink, StdoutSink, UnixSink};
+use output::{KafkaSink, Sink, StdoutSink, UnixSink, DEFAULT_DELIVERY_TIMEOUT_S};
 use iotrace::SamplingConfig;
 use kafka_config::KafkaConfig;
 use record::EVENT_SCHEMA;
@@ -102,13 +102,22 @@ struct OutputArgs {
     /// trimmed; a value runs to the end of its line; a key may be set once. The settings
     /// add to the agent's own, which the file cannot change: bootstrap.servers is --brokers,
     /// and the agent's delivery accounting rests on the others (enable.idempotence, acks,
-    /// retries, max.in.flight, message.timeout.ms, partitioner, linger.ms and the like;
+    /// retries, max.in.flight, partitioner, linger.ms and the like; message.timeout.ms is --kafka-delivery-timeout;
     /// each refused by name). A malformed line or a property librdkafka does not take stops
     /// the agent at start, naming the file, line and key; no value of the file is ever
     /// printed. A file holding a secret (sasl.password, ssl.key.password, ssl.key.pem)
     /// that its group or others can read is said on stderr: chmod 600 it.
     #[arg(long, value_name = "PATH", env = "IOPIPE_KAFKA_CONFIG")]
     kafka_config: Option<PathBuf>,
+    /// How long each record is retried while Kafka is unreachable, in seconds, with
+    /// --output kafka (librdkafka's message.timeout.ms); past it the record is lost and
+    /// counted (kafka_failed). A stop waits up to this long for what the agent holds.
+    ///
+    /// With the producer's 64 MiB of memory it bounds the outage the agent rides out
+    /// without a loss (docs/agent.md).
+    #[arg(long, value_name = "SECONDS", env = "IOPIPE_KAFKA_DELIVERY_TIMEOUT", default_value_t = DEFAULT_DELIVERY_TIMEOUT_S,
+          value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    kafka_delivery_timeout: u64,
     /// The host's signing key, with --output kafka: a file holding it as 64 lowercase hex
     /// digits, a trailing newline allowed (e.g. /etc/iopipe/kafka/signing.key).
     ///
@@ -150,7 +159,8 @@ impl OutputArgs {
         Ok(match self.output {
             Output::Stdout => Box::new(StdoutSink::new()),
             Output::Kafka => {
-                Box::new(KafkaSink::connect(&self.brokers, kafka_files.config.as_ref(), kafka_files.signing_key)?)
+                let delivery_timeout = Duration::from_secs(self.kafka_delivery_timeout);
+                Box::new(KafkaSink::connect(&self.brokers, kafka_files.config.as_ref(), kafka_files.signing_key, delivery_timeout)?)
             }
             Output::Unix => match &self.socket {
                 Some(path) => Box::new(UnixSink::new(path.clone())),

@@ -1,6 +1,6 @@
 //! Where records go: NDJSON on stdout or a unix socket (for Vector), or straight to Kafka.
 
-use crate::kafka_config::{KafkaConfig, PRODUCER_SETTINGS};
+use crate::kafka_config::{KafkaConfig, DELIVERY_TIMEOUT, PRODUCER_SETTINGS};
 use crate::signing::{self, HostKey};
 use anyhow::{Context, Result};
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
@@ -232,23 +232,30 @@ pub struct KafkaSink {
     handed: u64,
     /// Signs every record when given (signing.rs); without it records go unsigned.
     signing_key: Option<HostKey>,
+    /// How long a record is retried before it counts as failed (message.timeout.ms).
+    delivery_timeout: Duration,
 }
 
-/// How long closing waits for the brokers to take any more of the buffered records. A
-/// backlog held through an outage is still being delivered when a stop comes, and after
-/// every broker came back librdkafka may take a while to send again: a request on a
-/// connection that died with its broker waits out socket.timeout.ms (60 s) before it is
-/// sent again, and its reconnect backoff reaches 10 s. A stall shorter than both is not
-/// the end. (30 s gave up on a backlog in the fault suite, every Kafka node just back.)
-const CLOSE_STALL_TIMEOUT: Duration = Duration::from_secs(70);
+/// How long the agent retries a record by default: 5 minutes of the busiest host's records
+/// fit the producer's memory (docs/agent.md).
+pub const DEFAULT_DELIVERY_TIMEOUT_S: u64 = 300;
+
+/// How long past the delivery timeout closing waits for librdkafka to give its last
+/// records up: it looks for records out of time once a second.
+const CLOSE_MARGIN: Duration = Duration::from_secs(10);
 /// How often closing looks at the delivery's progress.
 const CLOSE_STEP: Duration = Duration::from_secs(1);
 const CLOSE_PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 impl KafkaSink {
     /// A producer for `brokers`, with the settings of `file` added to the agent's own, that
-    /// signs every record with `signing_key` when given.
-    pub fn connect(brokers: &str, file: Option<&KafkaConfig>, signing_key: Option<HostKey>) -> Result<Self> {
+    /// signs every record with `signing_key` when given and retries each for `delivery_timeout`.
+    pub fn connect(
+        brokers: &str,
+        file: Option<&KafkaConfig>,
+        signing_key: Option<HostKey>,
+        delivery_timeout: Duration,
+    ) -> Result<Self> {
         let stats = Arc::new(DeliveryStats::default());
         let says = Arc::new(KafkaSays::default());
         let mut config = ClientConfig::new();
@@ -256,6 +263,7 @@ impl KafkaSink {
         for (key, value) in PRODUCER_SETTINGS {
             config.set(key, value);
         }
+        config.set(DELIVERY_TIMEOUT[0], delivery_timeout.as_millis().to_string());
         if let Some(file) = file {
             file.apply(&mut config);
         }
@@ -266,7 +274,11 @@ impl KafkaSink {
                 None => err.into(),
             })
             .with_context(|| format!("creating a Kafka producer for {brokers}"))?;
-        Ok(KafkaSink { producer, stats, says, handed: 0, signing_key })
+        Ok(KafkaSink { producer, stats, says, handed: 0, signing_key, delivery_timeout })
+    }
+
+    fn last_said(&self) -> String {
+        self.says.last().unwrap_or_else(|| "nothing".to_owned())
     }
 }
 
@@ -311,35 +323,50 @@ impl Sink for KafkaSink {
         Ok(())
     }
 
-    /// Waits for the buffered records as long as the brokers keep taking them (each is
-    /// still bounded by its delivery timeout), and gives up after a stall of
-    /// CLOSE_STALL_TIMEOUT: a stop never drops a backlog that is being delivered.
+    /// Waits until librdkafka is done with every buffered record: delivered, or failed at
+    /// its delivery timeout. A stop never drops a record the agent would still retry had it
+    /// gone on running, whether the brokers are taking a backlog or all away: a stall of
+    /// any length short of the timeout may end (a broker restarting, a request on a dead
+    /// connection waiting out socket.timeout.ms). Records that failed meanwhile are an error.
     fn close(&mut self) -> Result<()> {
-        let mut stalled_since = Instant::now();
-        let mut said_at = stalled_since;
-        let mut settled = self.stats.settled();
+        let deadline = Instant::now() + self.delivery_timeout + CLOSE_MARGIN;
+        let failed_before = self.stats.failed.load(Ordering::Relaxed);
+        let mut said_at = Instant::now();
         loop {
             match self.producer.flush(CLOSE_STEP) {
-                Ok(()) => return Ok(()),
+                Ok(()) => break,
                 Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut)) => {}
                 Err(err) => return Err(err).context("delivering the buffered records"),
             }
-            let now_settled = self.stats.settled();
-            if now_settled > settled {
-                settled = now_settled;
-                stalled_since = Instant::now();
-                if said_at.elapsed() >= CLOSE_PROGRESS_EVERY {
-                    said_at = stalled_since;
-                    eprintln!("iopipe-agent: closing: {} records still to deliver", self.producer.in_flight_count());
-                }
-            } else if stalled_since.elapsed() >= CLOSE_STALL_TIMEOUT {
+            if Instant::now() >= deadline {
                 anyhow::bail!(
-                    "{} records still unsent: the brokers took none for {CLOSE_STALL_TIMEOUT:?} (librdkafka last said: {})",
+                    "{} records still unsent {:?} past their delivery timeout (librdkafka last said: {})",
                     self.producer.in_flight_count(),
-                    self.says.last().unwrap_or_else(|| "nothing".to_owned())
+                    CLOSE_MARGIN,
+                    self.last_said()
+                );
+            }
+            if said_at.elapsed() >= CLOSE_PROGRESS_EVERY {
+                said_at = Instant::now();
+                eprintln!(
+                    "iopipe-agent: closing: {} records still to deliver, each retried up to --kafka-delivery-timeout {:?} \
+                     (librdkafka last said: {})",
+                    self.producer.in_flight_count(),
+                    self.delivery_timeout,
+                    self.last_said()
                 );
             }
         }
+        let failed = self.stats.failed.load(Ordering::Relaxed) - failed_before;
+        if failed > 0 {
+            anyhow::bail!(
+                "{failed} records failed delivery while closing: the brokers took none within --kafka-delivery-timeout {:?} \
+                 (librdkafka last said: {})",
+                self.delivery_timeout,
+                self.last_said()
+            );
+        }
+        Ok(())
     }
 
     fn counters(&self) -> Vec<Counter> {
@@ -516,7 +543,7 @@ mod tests {
     #[test]
     fn records_in_the_producers_memory_are_not_settled() {
         // Nothing listens there: every record waits in the producer for a broker.
-        let mut sink = KafkaSink::connect("127.0.0.1:9", None, None).unwrap();
+        let mut sink = KafkaSink::connect("127.0.0.1:9", None, None, Duration::from_secs(DEFAULT_DELIVERY_TIMEOUT_S)).unwrap();
         for n in 0..3 {
             sink.send("io.hist.v1", "h/sdb", &format!("{{\"n\":{n}}}")).unwrap();
         }
@@ -548,7 +575,7 @@ mod tests {
 
     #[test]
     fn what_librdkafka_says_of_an_unreachable_broker_is_kept() {
-        let mut sink = KafkaSink::connect("127.0.0.1:9", None, None).unwrap();
+        let mut sink = KafkaSink::connect("127.0.0.1:9", None, None, Duration::from_secs(DEFAULT_DELIVERY_TIMEOUT_S)).unwrap();
         sink.send("io.hist.v1", "h/sdb", "{}").unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while sink.says.last().is_none() && Instant::now() < deadline {
@@ -591,7 +618,7 @@ mod tests {
         let cluster = MockCluster::new(1).unwrap();
         cluster.create_topic(TOPIC, 1, 1).unwrap();
         let key = test_key();
-        let mut sink = KafkaSink::connect(&cluster.bootstrap_servers(), None, Some(key.clone())).unwrap();
+        let mut sink = KafkaSink::connect(&cluster.bootstrap_servers(), None, Some(key.clone()), Duration::from_secs(30)).unwrap();
         let payloads: Vec<String> = (0..3).map(|n| format!(r#"{{"schema":"io.hist.v1","n":{n}}}"#)).collect();
         for payload in &payloads {
             sink.send(TOPIC, "db-17/sdb", payload).unwrap();
@@ -622,6 +649,41 @@ mod tests {
             .map(|p| (p.clone(), vec![("iopipe-sig".to_string(), key.header_value(p.as_bytes()))]))
             .collect();
         assert_eq!(received, expected);
+    }
+
+    /// A sink to a one-broker mock cluster whose broker is down, holding three records.
+    fn sink_held_by_a_broker_down(cluster: &MockCluster<'_, rdkafka::producer::DefaultProducerContext>, timeout: Duration) -> KafkaSink {
+        cluster.create_topic("io.hist.v1", 1, 1).unwrap();
+        cluster.broker_down(-1).unwrap();
+        let mut sink = KafkaSink::connect(&cluster.bootstrap_servers(), None, None, timeout).unwrap();
+        for n in 0..3 {
+            sink.send("io.hist.v1", "db-17/sdb", &format!("{{\"n\":{n}}}")).unwrap();
+        }
+        sink
+    }
+
+    #[test]
+    fn a_close_begun_with_every_broker_down_delivers_once_they_are_back() {
+        let cluster = MockCluster::new(1).unwrap();
+        let mut sink = sink_held_by_a_broker_down(&cluster, Duration::from_secs(60));
+        let closing = std::thread::spawn(move || (sink.close(), sink));
+        std::thread::sleep(Duration::from_secs(4));
+        assert!(!closing.is_finished(), "the close waits for the brokers");
+        cluster.broker_up(-1).unwrap();
+        let (closed, sink) = closing.join().unwrap();
+        closed.unwrap();
+        assert_eq!((sink.stats.delivered.load(Ordering::Relaxed), sink.stats.failed.load(Ordering::Relaxed)), (3, 0));
+    }
+
+    #[test]
+    fn a_close_gives_up_on_records_at_their_delivery_timeout_and_says_so() {
+        let cluster = MockCluster::new(1).unwrap();
+        let mut sink = sink_held_by_a_broker_down(&cluster, Duration::from_secs(2));
+        let started = Instant::now();
+        let refused = format!("{:#}", sink.close().unwrap_err());
+        assert!(started.elapsed() < Duration::from_secs(2) + CLOSE_MARGIN, "{:?}", started.elapsed());
+        assert!(refused.starts_with("3 records failed delivery while closing"), "{refused}");
+        assert_eq!((sink.stats.failed.load(Ordering::Relaxed), sink.records_settled()), (3, 3), "lost and counted");
     }
 
     #[test]

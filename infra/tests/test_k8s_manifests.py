@@ -374,9 +374,11 @@ def test_agent_keeps_its_state_file_across_container_restarts_on_a_writable_volu
     assert not mount.get("readOnly", False)
     (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
     assert "emptyDir" in volume, "kept across the container's restarts, within one boot"
-    stall_s = int(re.search(r"CLOSE_STALL_TIMEOUT: Duration = Duration::from_secs\((\d+)\)",
-                            (REPO / "agent/src/output.rs").read_text()).group(1))
-    assert pod["terminationGracePeriodSeconds"] > stall_s, "room for the stall a closing agent waits out"
+    output_rs = (REPO / "agent/src/output.rs").read_text()
+    delivery_s = int(re.search(r"DEFAULT_DELIVERY_TIMEOUT_S: u64 = (\d+);", output_rs).group(1))
+    margin_s = int(re.search(r"CLOSE_MARGIN: Duration = Duration::from_secs\((\d+)\)", output_rs).group(1))
+    assert "--kafka-delivery-timeout" not in container["args"]
+    assert pod["terminationGracePeriodSeconds"] > delivery_s + margin_s, "room for a closing agent's records' delivery timeout"
 
 
 def test_the_agents_liveness_is_its_loop_and_only_scrapers_reach_its_port():
