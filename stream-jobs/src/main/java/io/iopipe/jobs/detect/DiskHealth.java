@@ -43,6 +43,9 @@ public final class DiskHealth {
     /** The health record this span's findings cause, if any. */
     static Optional<OutputRecord> step(Span span, DiskHistory h, List<Finding> findings, List<String> newAnomalyIds,
                                        long recoveryNs) {
+        if (h.sinceNs < 0) {
+            h.sinceNs = span.startNs();
+        }
         Finding.HealthEffect effect = Finding.HealthEffect.NONE;
         String reason = "";
         for (Finding f : findings) {
@@ -56,8 +59,14 @@ public final class DiskHealth {
         }
         h.quietSinceNs = -1;
         if (effect == Finding.HealthEffect.FAILING && !FAILING.equals(h.health)) {
-            h.ticketId = h.ticketId != null ? h.ticketId : Ids.of(span.host(), span.disk(), "ticket", Long.toString(span.startNs()));
-            return Optional.of(transition(span, h, FAILING, reason, newAnomalyIds, "open"));
+            if (h.ticketId != null) {
+                return Optional.of(transition(span, h, FAILING, reason, newAnomalyIds, "open"));
+            }
+            h.ticketsOpened++;
+            h.ticketId = Ids.of(span.host(), span.disk(), "ticket", Long.toString(h.sinceNs), Integer.toString(h.ticketsOpened));
+            // Its copies from a restored job's second reading share the id, whichever span they come in.
+            String opening = Ids.of(span.host(), span.disk(), "health", "open", h.ticketId);
+            return Optional.of(transition(opening, span, h, FAILING, reason, newAnomalyIds, "open"));
         }
         if (effect == Finding.HealthEffect.SUSPECT && HEALTHY.equals(h.health)) {
             return Optional.of(transition(span, h, SUSPECT, reason, newAnomalyIds, null));
@@ -88,9 +97,15 @@ public final class DiskHealth {
 
     private static OutputRecord transition(Span span, DiskHistory h, String to, String reason, List<String> anomalyIds,
                                            String ticketAction) {
+        String id = Ids.of(span.host(), span.disk(), "health", Long.toString(span.endNs()), h.health, to);
+        return transition(id, span, h, to, reason, anomalyIds, ticketAction);
+    }
+
+    private static OutputRecord transition(String id, Span span, DiskHistory h, String to, String reason,
+                                           List<String> anomalyIds, String ticketAction) {
         ObjectNode r = Json.object();
         r.put("schema", SCHEMA);
-        r.put("id", Ids.of(span.host(), span.disk(), "health", Long.toString(span.endNs()), h.health, to));
+        r.put("id", id);
         r.put("host", span.host());
         r.put("disk", span.disk());
         r.put("ts_ns", span.endNs());

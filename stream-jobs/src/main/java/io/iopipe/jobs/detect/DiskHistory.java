@@ -13,6 +13,15 @@ public class DiskHistory {
     public int qd1Windows;
     public String health = DiskHealth.HEALTHY;
     public String ticketId;
+    /**
+     * The start of the first span the disk's health stepped through in this history, -1
+     * before it; with the count of tickets opened since, what names each ticket. Not the
+     * span that opened it: a job restored from a checkpoint reads its input again, and a
+     * window closed on silence before may come whole, so the disk may turn failing a
+     * window earlier or later than it did, and must still open the same ticket.
+     */
+    public long sinceNs = -1;
+    public int ticketsOpened;
     /** Since when no finding has touched the disk's health; -1 while one does. */
     public long quietSinceNs = -1;
     /** What comparing the disk with its peers last said about it (a {@link Finding.HealthEffect} name), and why. */
