@@ -31,6 +31,7 @@ public final class DiskDetector {
 
     /** The same, stepping health down after {@code recoveryNs} of quiet. */
     public static List<OutputRecord> onWindow(DiskWindow w, DiskHistory h, long recoveryNs) {
+        h.beginAt(w.startNs);
         w.sortEvents();
         List<Finding> findings = new ArrayList<>();
         FailingDisk.examine(w, h).ifPresent(findings::add);
@@ -88,6 +89,7 @@ public final class DiskDetector {
         DiskHistory.Episode episode = h.episodes.get(kind);
         if (episode == null || w.startNs - episode.lastSeenNs > EPISODE_QUIET_NS) {
             episode = new DiskHistory.Episode();
+            episode.number = h.episodesBegun.merge(kind, 1, Integer::sum);
             episode.startNs = w.startNs;
             h.episodes.put(kind, episode);
         }
@@ -96,9 +98,21 @@ public final class DiskDetector {
             return Optional.empty();
         }
         episode.severity = f.severity().name();
-        episode.anomalyId = Ids.of(w.host, w.disk, kind, Long.toString(episode.startNs), episode.severity);
+        episode.anomalyId = anomalyId(w, h, kind, episode);
         return Optional.of(anomalyRecord(episode.anomalyId, w.host, w.disk, f.kind(), f.severity(), episode.startNs, w.endNs,
                 f.summary(), f.evidence()));
+    }
+
+    /**
+     * An episode's anomaly at its severity is named by the disk's history and the episode's
+     * place in it, not by the window it began at: a restored job reading its input again may
+     * see it begin a window earlier or later (DiskHistory.sinceNs), and must send the same one.
+     */
+    private static String anomalyId(DiskWindow w, DiskHistory h, String kind, DiskHistory.Episode episode) {
+        if (episode.number == 0) {
+            return Ids.of(w.host, w.disk, kind, Long.toString(episode.startNs), episode.severity);
+        }
+        return Ids.of(w.host, w.disk, kind, "episode", Long.toString(h.sinceNs), Integer.toString(episode.number), episode.severity);
     }
 
     static OutputRecord anomalyRecord(String id, String host, String disk, Finding.Kind kind, Finding.Severity severity,

@@ -43,9 +43,7 @@ public final class DiskHealth {
     /** The health record this span's findings cause, if any. */
     static Optional<OutputRecord> step(Span span, DiskHistory h, List<Finding> findings, List<String> newAnomalyIds,
                                        long recoveryNs) {
-        if (h.sinceNs < 0) {
-            h.sinceNs = span.startNs();
-        }
+        h.beginAt(span.startNs());
         Finding.HealthEffect effect = Finding.HealthEffect.NONE;
         String reason = "";
         for (Finding f : findings) {

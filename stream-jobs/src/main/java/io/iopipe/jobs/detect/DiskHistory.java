@@ -22,6 +22,8 @@ public class DiskHistory {
      */
     public long sinceNs = -1;
     public int ticketsOpened;
+    /** How many episodes of each kind of finding began since sinceNs, by kind: what names their anomalies, as for tickets. */
+    public Map<String, Integer> episodesBegun = new HashMap<>();
     /** Since when no finding has touched the disk's health; -1 while one does. */
     public long quietSinceNs = -1;
     /** What comparing the disk with its peers last said about it (a {@link Finding.HealthEffect} name), and why. */
@@ -35,12 +37,21 @@ public class DiskHistory {
 
     /** One run of findings of a kind: one anomaly per severity it reached, however long it lasts. */
     public static class Episode {
+        /** Its place among the disk's episodes of its kind, from 1; 0 for one an earlier build began, named by its start. */
+        public int number;
         public long startNs;
         public long lastSeenNs;
         public String severity;
         public String anomalyId;
 
         public Episode() {}
+    }
+
+    /** The history begins at the first span it hears of; once only. */
+    void beginAt(long startNs) {
+        if (sinceNs < 0) {
+            sinceNs = startNs;
+        }
     }
 
     static double ewma(double current, int seen, double value, double alpha) {

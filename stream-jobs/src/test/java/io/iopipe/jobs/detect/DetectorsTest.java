@@ -7,7 +7,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.iopipe.jobs.records.Json;
 import io.iopipe.jobs.records.OutputRecord;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -543,6 +545,36 @@ class DetectorsTest {
             }
         }
         assertEquals("30: health failing -> suspect\n60: health suspect -> healthy resolve " + ticket + "\n", transitions.toString());
+    }
+
+    @Test
+    void aRestoredJobReachesTheSameAnomaliesWhicheverWindowItsEpisodeBeginsAtOnTheSecondReading() throws Exception {
+        // Two readings from the checkpoint after two healthy windows: in the first, window 2 was
+        // closed on the disk's silence and held little; in the second it came whole, already dusty.
+        Map<String, String> first = anomalyIdsOfADustyDisk(3);
+        Map<String, String> second = anomalyIdsOfADustyDisk(2);
+        assertTrue(first.containsKey("failing_disk critical"), first::toString);
+        assertEquals(first, second);
+    }
+
+    /** The anomalies' ids by kind and severity of a disk healthy for windows 0 to dustyFrom - 1, then dusty up to 9. */
+    private Map<String, String> anomalyIdsOfADustyDisk(int dustyFrom) throws Exception {
+        DiskHistory h = new DiskHistory();
+        Map<String, String> ids = new TreeMap<>();
+        for (int i = 0; i < 10; i++) {
+            SerialDisk disk = new SerialDisk("sdk", true);
+            SerialDisk read = i < dustyFrom ? disk.closedLoop(1, "R", 4096, () -> uniform(2, 12))
+                    : disk.closedLoop(2, "R", 65536, () -> uniform(150, 300));
+            DiskWindow w = read.window();  // the disk's first window, moved to the i-th
+            w.startNs += i * SerialDisk.WINDOW_NS;
+            w.endNs += i * SerialDisk.WINDOW_NS;
+            for (OutputRecord r : DiskDetector.onWindow(w, h)) {
+                if (r.schema.equals(DiskDetector.ANOMALY_SCHEMA)) {
+                    ids.merge(verdict(r), Json.parseObject(r.json).get("id").asText(), (a, b) -> a + " and " + b);
+                }
+            }
+        }
+        return ids;
     }
 
     @Test
