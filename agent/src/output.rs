@@ -236,8 +236,8 @@ pub struct KafkaSink {
     delivery_timeout: Duration,
 }
 
-/// How long the agent retries a record by default: 5 minutes of the busiest host's records
-/// fit the producer's memory (docs/agent.md).
+/// How long the agent retries a record by default: about as long as the producer's 64 MiB
+/// holds a busy host's records (230 KB/s, infra/vector/README.md).
 pub const DEFAULT_DELIVERY_TIMEOUT_S: u64 = 300;
 
 /// How long past the delivery timeout closing waits for librdkafka to give its last
