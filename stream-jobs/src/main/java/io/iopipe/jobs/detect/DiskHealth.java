@@ -43,7 +43,7 @@ public final class DiskHealth {
     /** The health record this span's findings cause, if any. */
     static Optional<OutputRecord> step(Span span, DiskHistory h, List<Finding> findings, List<String> newAnomalyIds,
                                        long recoveryNs) {
-        h.beginAt(span.startNs());
+        heard(span, h);
         Finding.HealthEffect effect = Finding.HealthEffect.NONE;
         String reason = "";
         for (Finding f : findings) {
@@ -62,6 +62,8 @@ public final class DiskHealth {
             }
             h.ticketsOpened++;
             h.ticketId = Ids.of(span.host(), span.disk(), "ticket", Long.toString(h.sinceNs), Integer.toString(h.ticketsOpened));
+            h.ticketHost = span.host();
+            h.ticketDisk = span.disk();
             // Its copies from a restored job's second reading share the id, whichever span they come in.
             String opening = Ids.of(span.host(), span.disk(), "health", "open", h.ticketId);
             return Optional.of(transition(opening, span, h, FAILING, reason, newAnomalyIds, "open"));
@@ -90,7 +92,43 @@ public final class DiskHealth {
         boolean resolves = h.ticketId != null;
         OutputRecord healthy = transition(span, h, HEALTHY, quiet, List.of(), resolves ? "resolve" : null);
         h.ticketId = null;
+        h.ticketHost = null;
+        h.ticketDisk = null;
         return Optional.of(healthy);
+    }
+
+    /** The disk is heard of over `span`: after a silence said on its ticket, its quiet counts from now on. */
+    private static void heard(Span span, DiskHistory h) {
+        h.beginAt(span.startNs());
+        if (h.saidSilent) {
+            // Nothing was learnt of the disk while it was silent: that is not a quiet spell.
+            h.saidSilent = false;
+            h.quietSinceNs = -1;
+        }
+        h.lastSpanEndNs = Math.max(h.lastSpanEndNs, span.endNs());
+        if (h.ticketId != null && h.ticketHost == null) {  // a ticket an earlier build opened
+            h.ticketHost = span.host();
+            h.ticketDisk = span.disk();
+        }
+    }
+
+    /**
+     * What a disk holding a ticket says once it has been silent for {@code silentForS} (at
+     * {@code nowNs}): its ticket stays open, updated with why, until the disk is heard again
+     * and found healthy. A drive that died or was pulled has not recovered, and a disk back
+     * after any silence goes on with its ticket: never a second one. Nothing for a disk
+     * without a ticket, or whose silence was said already.
+     */
+    public static Optional<OutputRecord> silent(DiskHistory h, long nowNs, long silentForS) {
+        if (h.ticketId == null || h.ticketHost == null || h.saidSilent) {
+            return Optional.empty();
+        }
+        h.saidSilent = true;
+        Span span = new Span(h.ticketHost, h.ticketDisk, h.lastSpanEndNs, Math.max(nowNs, h.lastSpanEndNs));
+        String reason = "no window for " + silentForS + " s (the drive dead or pulled, or its host away): the ticket stays open "
+                + "until the disk is heard again and found healthy";
+        String id = Ids.of(span.host(), span.disk(), "health", "silent", h.ticketId, Long.toString(h.lastSpanEndNs));
+        return Optional.of(transition(id, span, h, h.health, reason, List.of(), "update"));
     }
 
     private static OutputRecord transition(Span span, DiskHistory h, String to, String reason, List<String> anomalyIds,

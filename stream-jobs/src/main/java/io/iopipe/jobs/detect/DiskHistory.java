@@ -22,6 +22,13 @@ public class DiskHistory {
      */
     public long sinceNs = -1;
     public int ticketsOpened;
+    /** The end of the last span the disk's health stepped through. */
+    public long lastSpanEndNs = -1;
+    /** The disk's names while it holds a ticket, to say of it when it falls silent. */
+    public String ticketHost;
+    public String ticketDisk;
+    /** Whether its silence was said on its ticket (DiskHealth.silent) since it was last heard. */
+    public boolean saidSilent;
     /** How many episodes of each kind of finding began since sinceNs, by kind: what names their anomalies, as for tickets. */
     public Map<String, Integer> episodesBegun = new HashMap<>();
     /** Since when no finding has touched the disk's health; -1 while one does. */

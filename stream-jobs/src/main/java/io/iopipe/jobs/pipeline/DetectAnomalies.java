@@ -1,6 +1,7 @@
 package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskDetector;
+import io.iopipe.jobs.detect.DiskHealth;
 import io.iopipe.jobs.detect.DiskHistory;
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.PeerVerdict;
@@ -18,7 +19,9 @@ import org.apache.flink.util.Collector;
  * Per disk: the detectors over its windows, in event-time order, with what they learnt
  * kept as keyed state, and its health weighing their findings with what comparing it with
  * its peers concluded ({@link ComparePeers}). A disk silent for {@code forgetAfterMs} of wall-clock time is
- * forgotten: no state or timer outlives it.
+ * forgotten: no state or timer outlives it; unless it holds a ticket, which its silence
+ * does not resolve: that is said on the ticket, and the disk's history is kept without a
+ * timer for its return, which goes on with the ticket ({@link DiskHealth#silent}).
  */
 public class DetectAnomalies extends KeyedCoProcessFunction<String, DiskWindow, PeerVerdict, OutputRecord> {
     private final long forgetAfterMs;
@@ -27,6 +30,7 @@ public class DetectAnomalies extends KeyedCoProcessFunction<String, DiskWindow, 
     private transient Silence silence;
     private transient Counter anomalies;
     private transient Counter forgotten;
+    private transient Counter silentWithTicket;
 
     public DetectAnomalies(long forgetAfterMs, long healthRecoveryNs) {
         this.forgetAfterMs = forgetAfterMs;
@@ -39,6 +43,7 @@ public class DetectAnomalies extends KeyedCoProcessFunction<String, DiskWindow, 
         silence = new Silence(getRuntimeContext());
         anomalies = getRuntimeContext().getMetricGroup().counter("detector_records_total");
         forgotten = getRuntimeContext().getMetricGroup().counter("disks_forgotten_total");
+        silentWithTicket = getRuntimeContext().getMetricGroup().counter("disks_silent_with_a_ticket_total");
     }
 
     @Override
@@ -68,12 +73,22 @@ public class DetectAnomalies extends KeyedCoProcessFunction<String, DiskWindow, 
 
     @Override
     public void onTimer(long timestamp, OnTimerContext ctx, Collector<OutputRecord> out) throws Exception {
-        if (silence.silentForMs(ctx.timerService()) >= forgetAfterMs) {
-            history.clear();
-            silence.clear();
-            forgotten.inc();
-        } else {
+        long silentForMs = silence.silentForMs(ctx.timerService());
+        if (silentForMs < forgetAfterMs) {
             silence.checkAfterLastHeard(ctx.timerService(), forgetAfterMs);
+            return;
         }
+        silence.clear();
+        DiskHistory h = history.value();
+        if (h == null || h.ticketId == null) {
+            history.clear();
+            forgotten.inc();
+            return;
+        }
+        long nowNs = ctx.timerService().currentProcessingTime() * 1_000_000L;
+        long silentForS = (silentForMs == Long.MAX_VALUE ? forgetAfterMs : silentForMs) / 1000;
+        DiskHealth.silent(h, nowNs, silentForS).ifPresent(out::collect);
+        history.update(h);
+        silentWithTicket.inc();
     }
 }

@@ -7,6 +7,7 @@ import io.iopipe.jobs.detect.DiskHealth;
 import io.iopipe.jobs.detect.DiskWindow;
 import io.iopipe.jobs.detect.OpLatency;
 import io.iopipe.jobs.records.OutputRecord;
+import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
 import io.iopipe.jobs.detect.PeerVerdict;
 import org.apache.flink.streaming.api.operators.co.KeyedCoProcessOperator;
@@ -42,14 +43,12 @@ class DetectAnomaliesTest {
     }
 
     @Test
-    void detectsPerDiskAndForgetsADiskThatDisappears() throws Exception {
+    void detectsPerDiskAndForgetsADiskWithoutATicketThatDisappears() throws Exception {
         KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> harness = harness();
         harness.open();
         harness.setProcessingTime(0);
-        DiskWindow w = dustyWindow(WINDOW_START_NS);
+        DiskWindow w = quietWindow(WINDOW_START_NS);
         harness.processElement1(new StreamRecord<>(w, w.endNs / 1_000_000L));
-        assertEquals(java.util.List.of("io.anomaly.v1", "io.health.v1"),
-                harness.extractOutputValues().stream().map(r -> r.schema).toList());
         assertTrue(harness.numKeyedStateEntries() > 0, "the disk's history is kept");
         assertEquals(1, harness.numProcessingTimeTimers());
 
@@ -57,7 +56,56 @@ class DetectAnomaliesTest {
         assertEquals(0, harness.numKeyedStateEntries(), "a disk silent on the wall clock leaves no state");
         assertEquals(0, harness.numProcessingTimeTimers(), "nor timers");
         assertEquals(0, harness.numEventTimeTimers());
+        assertEquals(List.of(), harness.extractOutputValues());
         harness.close();
+    }
+
+    @Test
+    void aFailingDiskSilentForLongKeepsItsTicketOpenSaysWhyOnceAndResolvesItOnceBackAndHealthy() throws Exception {
+        KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> harness = harness();
+        harness.open();
+        harness.setProcessingTime(0);
+        harness.processElement1(new StreamRecord<>(dustyWindow(WINDOW_START_NS), 0L));
+        assertEquals(List.of("healthy->failing open"), ticketSteps(harness));
+        String ticket = ticketIds(harness).get(0);
+
+        harness.setProcessingTime(FORGET_AFTER_MS);
+        harness.setProcessingTime(3 * FORGET_AFTER_MS);
+        assertEquals(List.of("healthy->failing open", "failing->failing update"), ticketSteps(harness));
+        assertTrue(healthRecords(harness).get(1).json.contains("no window for 600 s"), healthRecords(harness).get(1).json);
+        assertTrue(harness.numKeyedStateEntries() > 0, "the history of a disk holding a ticket is kept");
+        assertEquals(0, harness.numProcessingTimeTimers(), "without a timer: the disk's return arms it again");
+
+        // Back after 11 minutes of silence, quiet: the silence did not count as quiet, so it
+        // steps down one recovery time after it was heard again, then resolves its ticket.
+        long back = WINDOW_START_NS + 66 * TEN_SECONDS_NS;
+        long recoveryWindows = DiskHealth.DEFAULT_RECOVERY.toNanos() / TEN_SECONDS_NS;
+        for (int i = 0; i <= 2 * recoveryWindows; i++) {
+            harness.processElement1(new StreamRecord<>(quietWindow(back + i * TEN_SECONDS_NS), 0L));
+            if (i == recoveryWindows - 2) {
+                assertEquals(2, transitions(harness).size(), "the silence was no quiet spell: no step down at once");
+            }
+        }
+        assertEquals(List.of("healthy->failing", "failing->failing", "failing->suspect", "suspect->healthy"), transitions(harness));
+        assertEquals(List.of("healthy->failing open", "failing->failing update", "suspect->healthy resolve"), ticketSteps(harness));
+        assertEquals(List.of(ticket), ticketIds(harness).stream().distinct().toList(), "one ticket");
+        harness.close();
+    }
+
+    private static List<OutputRecord> healthRecords(KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> h) {
+        return h.extractOutputValues().stream().filter(r -> r.schema.equals("io.health.v1")).toList();
+    }
+
+    /** Each health record with a ticket: `from->to action`. */
+    private static List<String> ticketSteps(KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> h) {
+        return healthRecords(h).stream().filter(r -> r.json.contains("\"ticket\""))
+                .map(r -> r.json.replaceAll(".*\"from_state\":\"(\\w+)\",\"to_state\":\"(\\w+)\".*\"action\":\"(\\w+)\".*", "$1->$2 $3"))
+                .toList();
+    }
+
+    private static List<String> ticketIds(KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> h) {
+        return healthRecords(h).stream().filter(r -> r.json.contains("\"ticket_id\""))
+                .map(r -> r.json.replaceAll(".*\"ticket_id\":\"(\\w+)\".*", "$1")).toList();
     }
 
     private static KeyedTwoInputStreamOperatorTestHarness<String, DiskWindow, PeerVerdict, OutputRecord> harness() throws Exception {
