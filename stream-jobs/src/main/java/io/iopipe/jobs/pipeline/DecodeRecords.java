@@ -48,6 +48,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
             IntervalRecord.SCHEMA, EventBatch.SCHEMA);
     /** The gauge that is 1 while records are taken without their hosts' signatures. */
     public static final String UNSIGNED_INGESTION = "unsigned_ingestion";
+    private static final String EVENT_BATCH_TOPIC = Topics.forRecord(EventBatch.SCHEMA);
     private final String signingSecret;
     private transient HostSignatures signatures;
     private transient Counter decoded;
@@ -75,9 +76,13 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     @Override
     public void processElement(RawRecord raw, Context ctx, Collector<DiskRecord> out) {
         long nowNs = DeadLetters.wallClockNs();
+        if (tookEventBatchOffItsBytes(raw, ctx, nowNs, out)) {
+            return;
+        }
         try {
             JsonNode node = raw.bytes != null ? Json.parseObject(raw.bytes) : Json.parseObject(raw.text);
-            if (!signedByItsHost(node, raw, ctx, nowNs)) {
+            JsonNode host = node.get("host");
+            if (!signedByItsHost(host != null && host.isTextual() ? host.asText() : null, raw, ctx, nowNs)) {
                 return;
             }
             String schema = RecordDecoder.schemaOf(node);
@@ -101,6 +106,28 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
             deadLettered.inc();
             ctx.output(Pipeline.DEAD_LETTERS, DeadLetters.of(STAGE, raw.source, e.getMessage(), raw.text(), nowNs));
         }
+    }
+
+    /**
+     * An event batch off its topic (or read from a file), decoded without a parse tree
+     * where its columns reader vouches for it, and taken as the tree's decoding would: its
+     * host's signature checked, its events emitted, the record accepted. False, nothing
+     * done, for any other record, or one the tree decoder is to decode or refuse.
+     */
+    private boolean tookEventBatchOffItsBytes(RawRecord raw, Context ctx, long nowNs, Collector<DiskRecord> out) {
+        if (raw.topic != null && !raw.topic.equals(EVENT_BATCH_TOPIC)) {
+            return false;
+        }
+        EventBatch batch = RecordDecoder.eventBatchOffBytes(raw.utf8(), nowNs);
+        if (batch == null) {
+            return false;
+        }
+        if (signedByItsHost(batch.host, raw, ctx, nowNs)) {
+            emitParts(batch, out);
+            decoded.inc();
+            ctx.output(Pipeline.ACCEPTED, OutputRecord.acceptedInput(EventBatch.SCHEMA, batch.key(), raw));
+        }
+        return true;
     }
 
     /**
@@ -147,15 +174,14 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         }
     }
 
-    private boolean signedByItsHost(JsonNode node, RawRecord raw, Context ctx, long nowNs) {
+    /** Whether the record carries the signature of `host` (null: it names none), dead-lettered when not. */
+    private boolean signedByItsHost(String host, RawRecord raw, Context ctx, long nowNs) {
         if (signatures == null) {
             return true;
         }
-        JsonNode host = node.get("host");
         String refusal;
         try {
-            refusal = signatures.refusal(host != null && host.isTextual() ? host.asText() : null,
-                    raw.utf8(), raw.signature);
+            refusal = signatures.refusal(host, raw.utf8(), raw.signature);
         } catch (RuntimeException e) {
             // Whatever a producer sends, it may cost it its record, never the job its task.
             refusal = "the signature could not be checked (" + e.getClass().getSimpleName() + ")";

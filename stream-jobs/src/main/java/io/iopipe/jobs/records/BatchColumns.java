@@ -57,6 +57,32 @@ final class BatchColumns {
         return new BatchColumns(prefix, partName, columns, schema);
     }
 
+    /** How many columns the batch has. */
+    int count() {
+        return columns.length;
+    }
+
+    /** The k-th column's name in the batch. */
+    String column(int k) {
+        return columns[k];
+    }
+
+    /** The k-th column's field in the records the batch holds. */
+    String field(int k) {
+        return fields[k];
+    }
+
+    /** The most entries the k-th column may hold. */
+    int maxItems(int k) {
+        return maxItems[k];
+    }
+
+    /** The column of a field of the parts, or -1 where there is none. */
+    int columnIndex(String field) {
+        Integer k = columnOf.get(field);
+        return k == null ? -1 : k;
+    }
+
     /**
      * The batch's parts. Every column is an array within its schema's maxItems, and all of
      * them hold one entry per part: an array shorter than the others would leave a part

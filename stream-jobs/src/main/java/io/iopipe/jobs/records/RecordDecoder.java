@@ -18,7 +18,10 @@ public final class RecordDecoder {
     private static final RecordSchema EVENT_BATCH = RecordSchema.of(EventBatch.SCHEMA);
     /** An interval's histograms: hist_op, hist_count... */
     private static final BatchColumns HISTOGRAMS = BatchColumns.of(IntervalRecord.SCHEMA, "hist_", "histogram");
-    private static final BatchColumns EVENTS = BatchColumns.of(EventBatch.SCHEMA, "", "event");
+    static final BatchColumns EVENTS = BatchColumns.of(EventBatch.SCHEMA, "", "event");
+    /** Read once, not for every batch: the bounds of a batch's names. */
+    private static final int MAX_BATCH_HOST_CHARS = EVENT_BATCH.maxLength("host");
+    private static final int MAX_BATCH_DISK_CHARS = EVENT_BATCH.maxLength("disk");
     /** Read once, not for every event: the one bound of an event's text. */
     private static final int MAX_COMM_CHARS = EVENT.maxLength("comm");
     /** 1 / the chance of sampling: at least 1, and at most the kernel's 32-bit count. */
@@ -197,19 +200,19 @@ public final class RecordDecoder {
         expectSchema(n, IoEvent.SCHEMA);
         String host = Json.text(n, "host", EVENT.maxLength("host"));
         String disk = Json.text(n, "disk", EVENT.maxLength("disk"));
-        return ioEvent(host, disk, n, nowNs);
+        return ioEvent(host, disk, FieldReader.of(n), nowNs);
     }
 
     /** An event's own fields, read from `n`, of the disk given. */
-    private static IoEvent ioEvent(String host, String disk, JsonNode n, long nowNs) throws DecodeException {
+    private static IoEvent ioEvent(String host, String disk, FieldReader n, long nowNs) throws DecodeException {
         IoEvent e = new IoEvent();
         e.host = host;
         e.disk = disk;
-        e.op = Json.oneOf(n, "op", EVENT_OPS);
-        e.bytes = Json.counter(n, "bytes");
-        e.sector = Json.counter(n, "sector");
-        e.issueNs = timestamp(n, "issue_ns", nowNs);
-        e.completeNs = timestamp(n, "complete_ns", nowNs);
+        e.op = n.oneOf("op", EVENT_OPS);
+        e.bytes = n.counter("bytes");
+        e.sector = n.counter("sector");
+        e.issueNs = plausible("issue_ns", n.counter("issue_ns"), nowNs);
+        e.completeNs = plausible("complete_ns", n.counter("complete_ns"), nowNs);
         if (e.issueNs > e.completeNs) {
             throw new DecodeException("issue_ns", "issue_ns " + e.issueNs + " is after complete_ns " + e.completeNs);
         }
@@ -217,8 +220,8 @@ public final class RecordDecoder {
             throw new DecodeException("issue_ns", "issue_ns is " + seconds(e.deviceNs()) + " s before complete_ns, beyond the "
                     + seconds(MAX_IO_LATENCY_NS) + " s no I/O lasts: issue_ns must be when this I/O was dispatched (or queued)");
         }
-        e.queueNs = Json.counter(n, "queue_ns");
-        e.timedFromQueue = n.has("timed_from") && Json.oneOf(n, "timed_from", TIMED_FROM).equals(IoEvent.TIMED_FROM_QUEUE);
+        e.queueNs = n.counter("queue_ns");
+        e.timedFromQueue = n.has("timed_from") && n.oneOf("timed_from", TIMED_FROM).equals(IoEvent.TIMED_FROM_QUEUE);
         if (e.timedFromQueue && e.queueNs != 0) {
             throw new DecodeException("queue_ns", "queue_ns is " + e.queueNs + " in an I/O timed from the queue, whose split between "
                     + "queue and device is unknown: send 0, or the time from dispatch with timed_from dispatch");
@@ -227,19 +230,19 @@ public final class RecordDecoder {
             throw new DecodeException("queue_ns", "queue_ns " + e.queueNs + " is beyond the " + seconds(MAX_IO_LATENCY_NS)
                     + " s no I/O waits: send the time from insertion to dispatch in nanoseconds, or 0 if unknown");
         }
-        e.inflight = Json.counter(n, "inflight");
+        e.inflight = n.counter("inflight");
         if (e.timedFromQueue && e.inflight != 0) {
             throw new DecodeException("inflight", "inflight is " + e.inflight + " in an I/O timed from the queue, whose dispatch "
                     + "was not seen: send 0");
         }
-        e.error = Json.integer(n, "error");
+        e.error = n.integer("error");
         if (e.error > 0) {
             throw new DecodeException("error", "error must be 0 or -errno, got " + e.error);
         }
-        e.comm = Json.textUpTo(n, "comm", MAX_COMM_CHARS);
-        e.pid = Json.counter(n, "pid");
-        e.sampleReason = Json.oneOf(n, "sample_reason", SAMPLE_REASONS);
-        e.sampleWeight = Json.number(n, "sample_weight", SAMPLE_WEIGHT);
+        e.comm = n.textUpTo("comm", MAX_COMM_CHARS);
+        e.pid = n.counter("pid");
+        e.sampleReason = n.oneOf("sample_reason", SAMPLE_REASONS);
+        e.sampleWeight = n.number("sample_weight", SAMPLE_WEIGHT);
         return e;
     }
 
@@ -309,18 +312,49 @@ public final class RecordDecoder {
     public static EventBatch eventBatch(JsonNode n, long nowNs) throws DecodeException {
         expectSchema(n, EventBatch.SCHEMA);
         EventBatch batch = new EventBatch();
-        batch.host = Json.text(n, "host", EVENT_BATCH.maxLength("host"));
-        batch.disk = Json.text(n, "disk", EVENT_BATCH.maxLength("disk"));
+        batch.host = Json.text(n, "host", MAX_BATCH_HOST_CHARS);
+        batch.disk = Json.text(n, "disk", MAX_BATCH_DISK_CHARS);
         BatchColumns.Parts events = EVENTS.partsOf(n);
         batch.events = new ArrayList<>(events.size());
         for (int i = 0; i < events.size(); i++) {
             try {
-                batch.events.add(ioEvent(batch.host, batch.disk, events.get(i), nowNs));
+                batch.events.add(ioEvent(batch.host, batch.disk, FieldReader.of(events.get(i)), nowNs));
             } catch (DecodeException refused) {
                 throw events.refusal(refused, i, "event " + i);
             }
         }
         return batch;
+    }
+
+    /**
+     * An io.eventbatch.v1 record decoded straight off its UTF-8 bytes, its columns read
+     * without a tree of nodes ({@link EventBatchColumns}) and its events by the rules of
+     * {@link #eventBatch}; null where the record is not a batch the column reader vouches
+     * for, every event of it accepted: {@link #eventBatch} then decodes it, or refuses it
+     * naming why.
+     */
+    public static EventBatch eventBatchOffBytes(byte[] utf8, long nowNs) {
+        EventBatchColumns columns = EventBatchColumns.read(utf8);
+        if (columns == null || !within(columns.host, MAX_BATCH_HOST_CHARS) || !within(columns.disk, MAX_BATCH_DISK_CHARS)) {
+            return null;
+        }
+        EventBatch batch = new EventBatch();
+        batch.host = columns.host;
+        batch.disk = columns.disk;
+        batch.events = new ArrayList<>(columns.size());
+        try {
+            for (int i = 0; i < columns.size(); i++) {
+                batch.events.add(ioEvent(batch.host, batch.disk, columns.event(i), nowNs));
+            }
+        } catch (DecodeException refused) {
+            return null;
+        }
+        return batch;
+    }
+
+    /** As {@link Json#text}'s bound: 1 to maxLength characters. */
+    private static boolean within(String text, int maxLength) {
+        return !text.isEmpty() && text.length() <= maxLength;
     }
 
     private static void expectSchema(JsonNode n, String expected) throws DecodeException {
@@ -331,7 +365,11 @@ public final class RecordDecoder {
     }
 
     static long timestamp(JsonNode n, String field, long nowNs) throws DecodeException {
-        long ts = Json.counter(n, field);
+        return plausible(field, Json.counter(n, field), nowNs);
+    }
+
+    /** A timestamp `field` read as `ts`, refused when it cannot be nanoseconds since the epoch of a clock near this one. */
+    private static long plausible(String field, long ts, long nowNs) throws DecodeException {
         if (ts < EARLIEST_PLAUSIBLE_NS) {
             throw new DecodeException(field, field + " " + ts + " is before 2001: not nanoseconds since the epoch");
         }

@@ -159,6 +159,19 @@ public final class RecordSchema {
         }
     }
 
+    /** What each entry of an array field is, as its items state: integer, number or string (an enum of strings is string). */
+    public String itemType(String field) {
+        JsonNode items = resolved(stated(field(field), "items"));
+        if (items.has("enum")) {
+            boolean texts = true;
+            for (JsonNode value : items.get("enum")) {
+                texts &= value.isTextual();
+            }
+            return texts ? "string" : "enum of " + items.get("enum");
+        }
+        return stated(items, "type").asText();
+    }
+
     /** The values a field may take (its enum), in the schema's order. */
     public Set<String> allowed(String field) {
         return texts(stated(field(field), "enum"));
