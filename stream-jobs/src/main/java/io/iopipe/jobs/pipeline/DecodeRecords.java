@@ -4,6 +4,7 @@ import io.iopipe.jobs.records.DeadLetters;
 import io.iopipe.jobs.records.DecodeException;
 import io.iopipe.jobs.records.DiskstatsSample;
 import io.iopipe.jobs.records.EventBatch;
+import io.iopipe.jobs.records.EventBatchColumns;
 import io.iopipe.jobs.records.HistRecord;
 import io.iopipe.jobs.records.HostSignatures;
 import io.iopipe.jobs.records.IntervalRecord;
@@ -51,6 +52,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     private static final String EVENT_BATCH_TOPIC = Topics.forRecord(EventBatch.SCHEMA);
     private final String signingSecret;
     private transient HostSignatures signatures;
+    private transient EventBatchColumns eventColumns;
     private transient Counter decoded;
     private transient Counter deadLettered;
     private transient Counter unverified;
@@ -64,6 +66,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
     @Override
     public void open(OpenContext openContext) {
         signatures = signingSecret == null ? null : HostSignatures.fromFile(Path.of(signingSecret));
+        eventColumns = new EventBatchColumns();
         decoded = getRuntimeContext().getMetricGroup().counter("records_decoded_total");
         deadLettered = getRuntimeContext().getMetricGroup().counter("records_dead_lettered_total");
         unverified = getRuntimeContext().getMetricGroup().counter("records_unverified_host_total");
@@ -118,7 +121,7 @@ public class DecodeRecords extends ProcessFunction<RawRecord, DiskRecord> {
         if (raw.topic != null && !raw.topic.equals(EVENT_BATCH_TOPIC)) {
             return false;
         }
-        EventBatch batch = RecordDecoder.eventBatchOffBytes(raw.utf8(), nowNs);
+        EventBatch batch = RecordDecoder.eventBatchOffBytes(raw.utf8(), nowNs, eventColumns);
         if (batch == null) {
             return false;
         }

@@ -10,11 +10,13 @@ import java.util.Set;
  * making that tree, a node per entry, was most of the decoding task's time. It reads what
  * a well-formed batch holds, written as plain JSON, and nothing else. Any other field,
  * entry type, shape or spelling (an escape, a byte beyond ASCII) gives the record up
- * ({@link #read} returns null), and so does any event it holds that the decoder's rules
+ * ({@link #read} returns false), and so does any event it holds that the decoder's rules
  * refuse ({@link FieldReader} throws): the tree decoder then decodes the record, or
- * refuses it naming the field and the event at fault, as it would have anyway.
+ * refuses it naming the field and the event at fault, as it would have anyway. One is
+ * kept by each decoding task and read into again for every batch: its columns allocate
+ * nothing once grown to the longest batch.
  */
-final class EventBatchColumns implements FieldReader {
+public final class EventBatchColumns implements FieldReader {
     /** What a column holds, as its schema's items say. */
     private enum Kind { INTEGER, NUMBER, STRING }
 
@@ -22,15 +24,38 @@ final class EventBatchColumns implements FieldReader {
     private static final String HOST = "host";
     private static final String DISK = "disk";
     private static final Kind[] KINDS = kinds(RecordDecoder.EVENTS);
-    private static final int FIRST_CAPACITY = 64;
-    private static final int FIRST_ASKED = 16;
+    /**
+     * The values of each column of an enum (op, sample_reason, timed_from), as ASCII bytes
+     * and as the one string each is read as: an entry is matched against them, not made a
+     * string of its own, and one that is none of them is the tree decoder's to refuse.
+     */
+    private static final byte[][][] ENUM_BYTES = new byte[KINDS.length][][];
+    private static final String[][] ENUM_VALUES = new String[KINDS.length][];
 
-    final String host;
-    final String disk;
-    private final int size;
-    private final long[][] integers;
-    private final double[][] numbers;
-    private final String[][] strings;
+    static {
+        RecordSchema schema = RecordSchema.of(EventBatch.SCHEMA);
+        for (int k = 0; k < KINDS.length; k++) {
+            Set<String> allowed = schema.itemsAllowed(RecordDecoder.EVENTS.column(k));
+            if (!allowed.isEmpty()) {
+                ENUM_VALUES[k] = allowed.toArray(String[]::new);
+                ENUM_BYTES[k] = allowed.stream().map(v -> v.getBytes(StandardCharsets.US_ASCII)).toArray(byte[][]::new);
+            }
+        }
+    }
+    private static final int FIRST_CAPACITY = 16;
+    /** More fields than an event has: the decoder asks for each once, timed_from twice. */
+    private static final int ASKED_REMEMBERED = 32;
+
+    /** The batch last read. */
+    String host;
+    String disk;
+    private int size;
+    /** Each column's entries, in the array of its kind; grown as batches need, never shrunk. */
+    private final long[][] integers = new long[KINDS.length][];
+    private final double[][] numbers = new double[KINDS.length][];
+    private final String[][] strings = new String[KINDS.length][];
+    /** How many entries each column of the batch being read holds; -1 until read. */
+    private final int[] sizes = new int[KINDS.length];
     /** The event {@link FieldReader}'s methods read. */
     private int index;
     /**
@@ -38,17 +63,18 @@ final class EventBatchColumns implements FieldReader {
      * decoder asks for an event's fields in one order, the same names each time, so each
      * event's n-th field is found by comparing a reference rather than looked up by name.
      */
-    private final String[] asked = new String[2 * FIRST_ASKED];
-    private final int[] askedColumn = new int[2 * FIRST_ASKED];
+    private final String[] asked = new String[ASKED_REMEMBERED];
+    private final int[] askedColumn = new int[ASKED_REMEMBERED];
     private int askedNow;
 
-    private EventBatchColumns(String host, String disk, int size, long[][] integers, double[][] numbers, String[][] strings) {
-        this.host = host;
-        this.disk = disk;
-        this.size = size;
-        this.integers = integers;
-        this.numbers = numbers;
-        this.strings = strings;
+    public EventBatchColumns() {
+        for (int k = 0; k < KINDS.length; k++) {
+            switch (KINDS[k]) {
+                case INTEGER -> integers[k] = new long[FIRST_CAPACITY];
+                case NUMBER -> numbers[k] = new double[FIRST_CAPACITY];
+                case STRING -> strings[k] = new String[FIRST_CAPACITY];
+            }
+        }
     }
 
     private static Kind[] kinds(BatchColumns columns) {
@@ -67,31 +93,32 @@ final class EventBatchColumns implements FieldReader {
         return kinds;
     }
 
-    /** The batch's columns, or null where the record is anything but a batch read whole, every column there and alike in length. */
-    static EventBatchColumns read(byte[] utf8) {
+    /** Whether the record is a batch read whole, every column there and alike in length: its columns are then these. */
+    boolean read(byte[] utf8) {
         try {
             return read(new Cursor(utf8));
         } catch (GiveUp notPlain) {
-            return null;  // the tree decoder decodes it, or says what is wrong
+            return false;  // the tree decoder decodes it, or says what is wrong
         }
     }
 
-    private static EventBatchColumns read(Cursor in) throws GiveUp {
+    private boolean read(Cursor in) throws GiveUp {
         BatchColumns layout = RecordDecoder.EVENTS;
-        long[][] integers = new long[layout.count()][];
-        double[][] numbers = new double[layout.count()][];
-        String[][] strings = new String[layout.count()][];
-        int[] sizes = new int[layout.count()];
         Arrays.fill(sizes, -1);
         String schema = null;
-        String host = null;
-        String disk = null;
+        host = null;
+        disk = null;
         in.expect('{');
         do {
             String name = in.string();
             in.expect(':');
             switch (name) {
-                case SCHEMA -> schema = once(schema, in.string());
+                case SCHEMA -> {
+                    schema = once(schema, in.string());
+                    if (!EventBatch.SCHEMA.equals(schema)) {
+                        throw GiveUp.INSTANCE;  // another record: off a file, or read where topics are not their own
+                    }
+                }
                 case HOST -> host = once(host, in.string());
                 case DISK -> disk = once(disk, in.string());
                 default -> {
@@ -100,22 +127,22 @@ final class EventBatchColumns implements FieldReader {
                         throw GiveUp.INSTANCE;  // a field the reader does not read, or one given twice
                     }
                     sizes[k] = switch (KINDS[k]) {
-                        case INTEGER -> readIntegers(in, integers, k, layout.maxItems(k));
-                        case NUMBER -> readNumbers(in, numbers, k, layout.maxItems(k));
-                        case STRING -> readStrings(in, strings, k, layout.maxItems(k));
+                        case INTEGER -> readIntegers(in, k, layout.maxItems(k));
+                        case NUMBER -> readNumbers(in, k, layout.maxItems(k));
+                        case STRING -> readStrings(in, k, layout.maxItems(k));
                     };
                 }
             }
         } while (in.take(','));
         in.expect('}');
         in.expectEnd();
-        for (int size : sizes) {
-            if (size != sizes[0]) {
-                return null;  // a column missing (-1) or of another length
+        for (int columnSize : sizes) {
+            if (columnSize != sizes[0]) {
+                return false;  // a column missing (-1) or of another length
             }
         }
-        boolean batch = EventBatch.SCHEMA.equals(schema) && host != null && disk != null && sizes[0] >= 0;
-        return batch ? new EventBatchColumns(host, disk, sizes[0], integers, numbers, strings) : null;
+        size = sizes[0];
+        return schema != null && host != null && disk != null && size >= 0;
     }
 
     private static String once(String before, String value) throws GiveUp {
@@ -125,9 +152,9 @@ final class EventBatchColumns implements FieldReader {
         return value;
     }
 
-    /** The column's integers, up to maxItems: how many. */
-    private static int readIntegers(Cursor in, long[][] columns, int k, int maxItems) throws GiveUp {
-        long[] column = new long[FIRST_CAPACITY];
+    /** The k-th column's integers, up to maxItems: how many. */
+    private int readIntegers(Cursor in, int k, int maxItems) throws GiveUp {
+        long[] column = integers[k];
         int n = 0;
         in.expect('[');
         if (!in.take(']')) {
@@ -136,19 +163,18 @@ final class EventBatchColumns implements FieldReader {
                     throw GiveUp.INSTANCE;
                 }
                 if (n == column.length) {
-                    column = Arrays.copyOf(column, Math.min(2 * n, maxItems));
+                    column = integers[k] = Arrays.copyOf(column, Math.min(2 * n, maxItems));
                 }
                 column[n++] = in.integer();
             } while (in.take(','));
             in.expect(']');
         }
-        columns[k] = column;
         return n;
     }
 
-    /** The column's numbers, up to maxItems: how many. */
-    private static int readNumbers(Cursor in, double[][] columns, int k, int maxItems) throws GiveUp {
-        double[] column = new double[FIRST_CAPACITY];
+    /** The k-th column's numbers, up to maxItems: how many. */
+    private int readNumbers(Cursor in, int k, int maxItems) throws GiveUp {
+        double[] column = numbers[k];
         int n = 0;
         in.expect('[');
         if (!in.take(']')) {
@@ -157,19 +183,18 @@ final class EventBatchColumns implements FieldReader {
                     throw GiveUp.INSTANCE;
                 }
                 if (n == column.length) {
-                    column = Arrays.copyOf(column, Math.min(2 * n, maxItems));
+                    column = numbers[k] = Arrays.copyOf(column, Math.min(2 * n, maxItems));
                 }
                 column[n++] = in.number();
             } while (in.take(','));
             in.expect(']');
         }
-        columns[k] = column;
         return n;
     }
 
-    /** The column's strings, up to maxItems: how many. */
-    private static int readStrings(Cursor in, String[][] columns, int k, int maxItems) throws GiveUp {
-        String[] column = new String[FIRST_CAPACITY];
+    /** The k-th column's strings, up to maxItems: how many. */
+    private int readStrings(Cursor in, int k, int maxItems) throws GiveUp {
+        String[] column = strings[k];
         int n = 0;
         in.expect('[');
         if (!in.take(']')) {
@@ -178,13 +203,12 @@ final class EventBatchColumns implements FieldReader {
                     throw GiveUp.INSTANCE;
                 }
                 if (n == column.length) {
-                    column = Arrays.copyOf(column, Math.min(2 * n, maxItems));
+                    column = strings[k] = Arrays.copyOf(column, Math.min(2 * n, maxItems));
                 }
-                column[n++] = in.string();
+                column[n++] = ENUM_VALUES[k] == null ? in.string() : in.oneOf(ENUM_BYTES[k], ENUM_VALUES[k]);
             } while (in.take(','));
             in.expect(']');
         }
-        columns[k] = column;
         return n;
     }
 
@@ -243,6 +267,24 @@ final class EventBatchColumns implements FieldReader {
         }
 
         String string() throws GiveUp {
+            int start = stringStart();
+            return new String(in, start, at++ - start, StandardCharsets.US_ASCII);
+        }
+
+        /** A string that is one of `values` (their ASCII `bytes`), as that value. */
+        String oneOf(byte[][] bytes, String[] values) throws GiveUp {
+            int start = stringStart();
+            int length = at++ - start;
+            for (int v = 0; v < values.length; v++) {
+                if (Arrays.equals(in, start, start + length, bytes[v], 0, bytes[v].length)) {
+                    return values[v];
+                }
+            }
+            throw GiveUp.INSTANCE;
+        }
+
+        /** Where the string that starts here begins, past its quote; the cursor left at its closing quote. */
+        private int stringStart() throws GiveUp {
             expect('"');
             int start = at;
             while (at < in.length && in[at] != '"') {
@@ -255,7 +297,7 @@ final class EventBatchColumns implements FieldReader {
             if (at == in.length) {
                 throw GiveUp.INSTANCE;
             }
-            return new String(in, start, at++ - start, StandardCharsets.US_ASCII);
+            return start;
         }
 
         /** An integer as JSON writes one, -?(0|[1-9][0-9]*), within a long. */
@@ -387,7 +429,8 @@ final class EventBatchColumns implements FieldReader {
 
     @Override
     public long integer(String field) throws DecodeException {
-        long[] column = integers[columnOf(field)];
+        int k = columnOf(field);
+        long[] column = KINDS[k] == Kind.INTEGER ? integers[k] : null;
         if (column == null) {
             throw givenUp(field);
         }
@@ -396,7 +439,8 @@ final class EventBatchColumns implements FieldReader {
 
     @Override
     public double number(String field, RecordSchema.Range range) throws DecodeException {
-        double[] column = numbers[columnOf(field)];
+        int k = columnOf(field);
+        double[] column = KINDS[k] == Kind.NUMBER ? numbers[k] : null;
         if (column == null || !Double.isFinite(column[index]) || !range.holds(column[index])) {
             throw givenUp(field);
         }
@@ -422,7 +466,8 @@ final class EventBatchColumns implements FieldReader {
     }
 
     private String string(String field) throws DecodeException {
-        String[] column = strings[columnOf(field)];
+        int k = columnOf(field);
+        String[] column = KINDS[k] == Kind.STRING ? strings[k] : null;
         if (column == null) {
             throw givenUp(field);
         }

@@ -328,14 +328,13 @@ public final class RecordDecoder {
 
     /**
      * An io.eventbatch.v1 record decoded straight off its UTF-8 bytes, its columns read
-     * without a tree of nodes ({@link EventBatchColumns}) and its events by the rules of
+     * into `columns` without a tree of nodes ({@link EventBatchColumns}) and its events by the rules of
      * {@link #eventBatch}; null where the record is not a batch the column reader vouches
      * for, every event of it accepted: {@link #eventBatch} then decodes it, or refuses it
      * naming why.
      */
-    public static EventBatch eventBatchOffBytes(byte[] utf8, long nowNs) {
-        EventBatchColumns columns = EventBatchColumns.read(utf8);
-        if (columns == null || !within(columns.host, MAX_BATCH_HOST_CHARS) || !within(columns.disk, MAX_BATCH_DISK_CHARS)) {
+    public static EventBatch eventBatchOffBytes(byte[] utf8, long nowNs, EventBatchColumns columns) {
+        if (!columns.read(utf8) || !within(columns.host, MAX_BATCH_HOST_CHARS) || !within(columns.disk, MAX_BATCH_DISK_CHARS)) {
             return null;
         }
         EventBatch batch = new EventBatch();

@@ -172,6 +172,12 @@ public final class RecordSchema {
         return stated(items, "type").asText();
     }
 
+    /** The values each entry of an array field may take (its items' enum), in the schema's order; none where any may be. */
+    public Set<String> itemsAllowed(String field) {
+        JsonNode items = resolved(stated(field(field), "items"));
+        return items.has("enum") ? texts(items.get("enum")) : Set.of();
+    }
+
     /** The values a field may take (its enum), in the schema's order. */
     public Set<String> allowed(String field) {
         return texts(stated(field(field), "enum"));

@@ -39,9 +39,12 @@ class EventBatchColumnsTest {
         }
     }
 
+    /** One reader for every batch of a test, as a decoding task keeps one: what it read before never shows. */
+    private final EventBatchColumns columns = new EventBatchColumns();
+
     /** The column reader's batch of the bytes, as a tree of its fields, or null where it gave the record up. */
-    private static String offBytes(byte[] utf8) {
-        EventBatch batch = RecordDecoder.eventBatchOffBytes(utf8, NOW_NS);
+    private String offBytes(byte[] utf8) {
+        EventBatch batch = RecordDecoder.eventBatchOffBytes(utf8, NOW_NS, columns);
         return batch == null ? null : Json.MAPPER.valueToTree(batch).toString();
     }
 
