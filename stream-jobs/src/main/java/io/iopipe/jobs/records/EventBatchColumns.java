@@ -126,11 +126,7 @@ public final class EventBatchColumns implements FieldReader {
                     if (k < 0 || sizes[k] >= 0) {
                         throw GiveUp.INSTANCE;  // a field the reader does not read, or one given twice
                     }
-                    sizes[k] = switch (KINDS[k]) {
-                        case INTEGER -> readIntegers(in, k, layout.maxItems(k));
-                        case NUMBER -> readNumbers(in, k, layout.maxItems(k));
-                        case STRING -> readStrings(in, k, layout.maxItems(k));
-                    };
+                    sizes[k] = readColumn(in, k, layout.maxItems(k));
                 }
             }
         } while (in.take(','));
@@ -152,9 +148,8 @@ public final class EventBatchColumns implements FieldReader {
         return value;
     }
 
-    /** The k-th column's integers, up to maxItems: how many. */
-    private int readIntegers(Cursor in, int k, int maxItems) throws GiveUp {
-        long[] column = integers[k];
+    /** The k-th column's entries, up to maxItems: how many. */
+    private int readColumn(Cursor in, int k, int maxItems) throws GiveUp {
         int n = 0;
         in.expect('[');
         if (!in.take(']')) {
@@ -162,54 +157,35 @@ public final class EventBatchColumns implements FieldReader {
                 if (n == maxItems) {
                     throw GiveUp.INSTANCE;
                 }
-                if (n == column.length) {
-                    column = integers[k] = Arrays.copyOf(column, Math.min(2 * n, maxItems));
-                }
-                column[n++] = in.integer();
+                readEntry(in, k, n++, maxItems);
             } while (in.take(','));
             in.expect(']');
         }
         return n;
     }
 
-    /** The k-th column's numbers, up to maxItems: how many. */
-    private int readNumbers(Cursor in, int k, int maxItems) throws GiveUp {
-        double[] column = numbers[k];
-        int n = 0;
-        in.expect('[');
-        if (!in.take(']')) {
-            do {
-                if (n == maxItems) {
-                    throw GiveUp.INSTANCE;
+    /** The k-th column's n-th entry, into the array of its kind, grown where it is full. */
+    private void readEntry(Cursor in, int k, int n, int maxItems) throws GiveUp {
+        switch (KINDS[k]) {
+            case INTEGER -> {
+                if (n == integers[k].length) {
+                    integers[k] = Arrays.copyOf(integers[k], Math.min(2 * n, maxItems));
                 }
-                if (n == column.length) {
-                    column = numbers[k] = Arrays.copyOf(column, Math.min(2 * n, maxItems));
+                integers[k][n] = in.integer();
+            }
+            case NUMBER -> {
+                if (n == numbers[k].length) {
+                    numbers[k] = Arrays.copyOf(numbers[k], Math.min(2 * n, maxItems));
                 }
-                column[n++] = in.number();
-            } while (in.take(','));
-            in.expect(']');
+                numbers[k][n] = in.number();
+            }
+            case STRING -> {
+                if (n == strings[k].length) {
+                    strings[k] = Arrays.copyOf(strings[k], Math.min(2 * n, maxItems));
+                }
+                strings[k][n] = ENUM_VALUES[k] == null ? in.string() : in.oneOf(ENUM_BYTES[k], ENUM_VALUES[k]);
+            }
         }
-        return n;
-    }
-
-    /** The k-th column's strings, up to maxItems: how many. */
-    private int readStrings(Cursor in, int k, int maxItems) throws GiveUp {
-        String[] column = strings[k];
-        int n = 0;
-        in.expect('[');
-        if (!in.take(']')) {
-            do {
-                if (n == maxItems) {
-                    throw GiveUp.INSTANCE;
-                }
-                if (n == column.length) {
-                    column = strings[k] = Arrays.copyOf(column, Math.min(2 * n, maxItems));
-                }
-                column[n++] = ENUM_VALUES[k] == null ? in.string() : in.oneOf(ENUM_BYTES[k], ENUM_VALUES[k]);
-            } while (in.take(','));
-            in.expect(']');
-        }
-        return n;
     }
 
     /** What the cursor throws on anything beyond the plain JSON it reads: the record is the tree decoder's. */
