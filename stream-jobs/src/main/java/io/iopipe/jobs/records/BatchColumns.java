@@ -67,11 +67,6 @@ final class BatchColumns {
         return columns[k];
     }
 
-    /** The k-th column's field in the records the batch holds. */
-    String field(int k) {
-        return fields[k];
-    }
-
     /** The most entries the k-th column may hold. */
     int maxItems(int k) {
         return maxItems[k];

@@ -23,6 +23,7 @@ public final class EventBatchColumns implements FieldReader {
     private static final String SCHEMA = "schema";
     private static final String HOST = "host";
     private static final String DISK = "disk";
+    private static final RecordSchema BATCH = RecordSchema.of(EventBatch.SCHEMA);
     private static final Kind[] KINDS = kinds(RecordDecoder.EVENTS);
     /**
      * The values of each column of an enum (op, sample_reason, timed_from), as ASCII bytes
@@ -33,9 +34,8 @@ public final class EventBatchColumns implements FieldReader {
     private static final String[][] ENUM_VALUES = new String[KINDS.length][];
 
     static {
-        RecordSchema schema = RecordSchema.of(EventBatch.SCHEMA);
         for (int k = 0; k < KINDS.length; k++) {
-            Set<String> allowed = schema.itemsAllowed(RecordDecoder.EVENTS.column(k));
+            Set<String> allowed = BATCH.itemsAllowed(RecordDecoder.EVENTS.column(k));
             if (!allowed.isEmpty()) {
                 ENUM_VALUES[k] = allowed.toArray(String[]::new);
                 ENUM_BYTES[k] = allowed.stream().map(v -> v.getBytes(StandardCharsets.US_ASCII)).toArray(byte[][]::new);
@@ -78,10 +78,9 @@ public final class EventBatchColumns implements FieldReader {
     }
 
     private static Kind[] kinds(BatchColumns columns) {
-        RecordSchema schema = RecordSchema.of(EventBatch.SCHEMA);
         Kind[] kinds = new Kind[columns.count()];
         for (int k = 0; k < kinds.length; k++) {
-            String type = schema.itemType(columns.column(k));
+            String type = BATCH.itemType(columns.column(k));
             kinds[k] = switch (type) {
                 case "integer" -> Kind.INTEGER;
                 case "number" -> Kind.NUMBER;
@@ -276,9 +275,18 @@ public final class EventBatchColumns implements FieldReader {
             return start;
         }
 
-        /** An integer as JSON writes one, -?(0|[1-9][0-9]*), within a long. */
+        /** An integer as JSON writes one, within a long. */
         long integer() throws GiveUp {
             skipSpace();
+            long value = integerPart();
+            if (continuesNumber()) {
+                throw GiveUp.INSTANCE;  // a fraction or exponent
+            }
+            return value;
+        }
+
+        /** -?(0|[1-9][0-9]*) within a long, as JSON begins a number; what follows is the caller's. */
+        private long integerPart() throws GiveUp {
             boolean negative = at < in.length && in[at] == '-';
             if (negative) {
                 at++;
@@ -294,8 +302,8 @@ public final class EventBatchColumns implements FieldReader {
                 at++;
             }
             int digits = at - start;
-            if (digits == 0 || (digits > 1 && in[start] == '0') || continuesNumber()) {
-                throw GiveUp.INSTANCE;  // no digit, a leading zero, or a fraction or exponent
+            if (digits == 0 || (digits > 1 && in[start] == '0')) {
+                throw GiveUp.INSTANCE;  // no digit, or a leading zero
             }
             return negative ? -value : value;
         }
@@ -309,20 +317,9 @@ public final class EventBatchColumns implements FieldReader {
         double number() throws GiveUp {
             skipSpace();
             int start = at;
-            if (at < in.length && in[at] == '-') {
-                at++;
-            }
-            int intStart = at;
-            skipDigits();
-            int intDigits = at - intStart;
-            if (intDigits == 0 || (intDigits > 1 && in[intStart] == '0')) {
-                throw GiveUp.INSTANCE;
-            }
+            long whole = integerPart();
             if (!continuesNumber()) {
-                if (intDigits > SAFE_DIGITS) {
-                    throw GiveUp.INSTANCE;
-                }
-                return Long.parseLong(new String(in, start, at - start, StandardCharsets.US_ASCII));
+                return whole;  // as a JSON parser's integer token reads as a double
             }
             if (in[at] == '.') {
                 at++;
