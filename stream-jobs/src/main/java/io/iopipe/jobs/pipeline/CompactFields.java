@@ -4,6 +4,7 @@ import io.iopipe.jobs.records.DiskstatsCounters;
 import io.iopipe.jobs.records.IoEvent;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
@@ -27,11 +28,25 @@ final class CompactFields {
             writeCount(out, NULL_STRING);
         } else if (same != null && s.equals(same)) {
             writeCount(out, SAME_STRING);
+        } else if (isAscii(s)) {
+            writeCount(out, s.length() + 2);
+            for (int i = 0; i < s.length(); i++) {
+                out.writeByte(s.charAt(i));  // its UTF-8, without an array made for it (Flink 2.3's writeBytes(String) skips twice its length)
+            }
         } else {
             byte[] utf8 = s.getBytes(StandardCharsets.UTF_8);
             writeCount(out, utf8.length + 2);
             out.write(utf8);
         }
+    }
+
+    private static boolean isAscii(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            if (s.charAt(i) >= 0x80) {
+                return false;
+            }
+        }
+        return true;
     }
 
     static String readString(DataInputView in, String same) throws IOException {
@@ -42,9 +57,48 @@ final class CompactFields {
         if (prefix == SAME_STRING) {
             return same;
         }
-        byte[] utf8 = new byte[prefix - 2];
-        in.readFully(utf8);
-        return new String(utf8, StandardCharsets.UTF_8);
+        return RECENT_STRINGS.get().read(in, prefix - 2);
+    }
+
+    /** Each thread's strings read lately: a thread reads one record at a time. */
+    private static final ThreadLocal<RecentStrings> RECENT_STRINGS = ThreadLocal.withInitial(RecentStrings::new);
+
+    /**
+     * Strings read lately, by their bytes. The strings of records are of few values (an op,
+     * a sample reason, a latency kind, a process name, a model), so one read again is the
+     * String read before, not a new one and its bytes: what the job allocates most, and its
+     * garbage collection's work, is records crossing shuffles and state.
+     */
+    private static final class RecentStrings {
+        private static final int SLOTS = 512;
+        /** Longer strings (a host of a long name) are read as they come. */
+        private static final int LONGEST = 64;
+        private final byte[][] bytes = new byte[SLOTS][];
+        private final String[] strings = new String[SLOTS];
+        private final byte[] scratch = new byte[LONGEST];
+
+        String read(DataInputView in, int length) throws IOException {
+            if (length > LONGEST) {
+                byte[] utf8 = new byte[length];
+                in.readFully(utf8);
+                return new String(utf8, StandardCharsets.UTF_8);
+            }
+            in.readFully(scratch, 0, length);
+            int hash = 0x811C9DC5;  // FNV-1a
+            for (int i = 0; i < length; i++) {
+                hash = (hash ^ scratch[i]) * 0x01000193;
+            }
+            int slot = (hash ^ hash >>> 16) & (SLOTS - 1);
+            byte[] seen = bytes[slot];
+            if (seen != null && Arrays.equals(seen, 0, seen.length, scratch, 0, length)) {
+                return strings[slot];
+            }
+            byte[] utf8 = Arrays.copyOf(scratch, length);
+            String s = new String(utf8, StandardCharsets.UTF_8);
+            bytes[slot] = utf8;
+            strings[slot] = s;
+            return s;
+        }
     }
 
     /** An array as a null flag, its length, then each value. */

@@ -2,6 +2,7 @@ package io.iopipe.jobs.pipeline;
 
 import io.iopipe.jobs.detect.DiskWindow;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -382,15 +383,32 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         arrived.add(r);
     }
 
+    /** The windows closing, by their starts (ascending, as the disk's clock gives them): a record finds its window without boxing a key. */
+    private static final class ClosingWindows {
+        final long[] starts;
+        final DiskWindow[] windows;
+
+        ClosingWindows(long[] starts) {
+            this.starts = starts;
+            this.windows = new DiskWindow[starts.length];
+        }
+
+        /** The closing window starting at `startMs`, or null where that window is not closing. */
+        DiskWindow get(long startMs) {
+            int at = starts.length == 1 ? (starts[0] == startMs ? 0 : -1) : Arrays.binarySearch(starts, startMs);
+            return at >= 0 ? windows[at] : null;
+        }
+    }
+
     /**
      * The closing windows, each folded from its records in the order they came (its open
      * records, then those just arrived), a resent record once; the records of the windows
      * still open are kept.
      */
-    private Map<Long, DiskWindow> foldClosing(long[] closing, Held h) throws Exception {
-        Map<Long, DiskWindow> windows = new HashMap<>();
-        for (long startMs : closing) {
-            windows.put(startMs, h.noWindowsOfEarlierBuilds ? accumulate.openWindow() : openedByEarlierBuild(startMs));
+    private ClosingWindows foldClosing(long[] closing, Held h) throws Exception {
+        ClosingWindows windows = new ClosingWindows(closing);
+        for (int i = 0; i < closing.length; i++) {
+            windows.windows[i] = h.noWindowsOfEarlierBuilds ? accumulate.openWindow() : openedByEarlierBuild(closing[i]);
         }
         if (!h.noWindowsOfEarlierBuilds) {
             h.noWindowsOfEarlierBuilds = openWindowsOfEarlierBuilds.isEmpty();
@@ -419,7 +437,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
      * knows them, else read) before those taken since; the list's state is cleared, and the
      * heap keeps the others' (a window sharing the list) until written back.
      */
-    private void foldList(int list, Held h, Map<Long, DiskWindow> windows) throws Exception {
+    private void foldList(int list, Held h, ClosingWindows windows) throws Exception {
         List<DiskRecord> stillOpen = new ArrayList<>();
         ListState<DiskRecord> state = openRecords.get(list);
         Iterable<DiskRecord> written = h.written[list] != null ? h.written[list] : state.get();
@@ -441,7 +459,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
      * Nothing was added to those lists meanwhile (see {@link #keepArrived}), so each keeps
      * its records in the order they came.
      */
-    private void moveOutOfOneList(Map<Long, DiskWindow> windows, Held h) throws Exception {
+    private void moveOutOfOneList(ClosingWindows windows, Held h) throws Exception {
         List<DiskRecord> stillOpen = new ArrayList<>();
         Iterable<DiskRecord> records = openRecordsInOneList.get();
         fold(records == null ? List.of() : records, windows, stillOpen);
@@ -450,7 +468,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
         h.clock.openRecordsByWindow = true;
     }
 
-    private void fold(Iterable<DiskRecord> records, Map<Long, DiskWindow> windows, List<DiskRecord> stillOpen) {
+    private void fold(Iterable<DiskRecord> records, ClosingWindows windows, List<DiskRecord> stillOpen) {
         for (DiskRecord r : records) {
             DiskWindow w = windows.get(accumulate.windowStartMs(r));
             if (w == null) {
@@ -619,7 +637,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     private void closeUpTo(long clockMs, Held h, Closing why, Context ctx, Collector<DiskWindow> out) throws Exception {
         DiskClock c = h.clock;
         long[] closing = c.closeOpenEndingBy(clockMs, lengthMs);
-        Map<Long, DiskWindow> windows = closing.length == 0 ? Map.of() : foldClosing(closing, h);
+        ClosingWindows windows = foldClosing(closing, h);
         for (long startMs : closing) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
             DiskWindow w = windows.get(startMs);

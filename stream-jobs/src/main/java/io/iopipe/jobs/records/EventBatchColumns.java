@@ -43,7 +43,7 @@ public final class EventBatchColumns implements FieldReader {
         }
     }
     private static final int FIRST_CAPACITY = 16;
-    /** More fields than an event has: the decoder asks for each once, timed_from twice. */
+    /** More fields than an event has. */
     private static final int ASKED_REMEMBERED = 32;
 
     /** The batch last read. */
@@ -59,12 +59,15 @@ public final class EventBatchColumns implements FieldReader {
     /** The event {@link FieldReader}'s methods read. */
     private int index;
     /**
-     * The fields asked for of the events, in the order asked, with their columns: the
-     * decoder asks for an event's fields in one order, the same names each time, so each
-     * event's n-th field is found by comparing a reference rather than looked up by name.
+     * The fields asked for of the events, in the order first asked, with their columns: the
+     * decoder asks for an event's fields by the same names each time, mostly in one order,
+     * so a field is found by comparing references, first at the place it was first asked
+     * for, else among all those known (an event without an optional field asks the others
+     * a place early), rather than looked up by name.
      */
     private final String[] asked = new String[ASKED_REMEMBERED];
     private final int[] askedColumn = new int[ASKED_REMEMBERED];
+    private int known;
     private int askedNow;
 
     public EventBatchColumns() {
@@ -261,17 +264,19 @@ public final class EventBatchColumns implements FieldReader {
         /** Where the string that starts here begins, past its quote; the cursor left at its closing quote. */
         private int stringStart() throws GiveUp {
             expect('"');
+            byte[] bytes = in;
             int start = at;
-            while (at < in.length && in[at] != '"') {
-                byte b = in[at];
+            int i = start;
+            while (i < bytes.length && bytes[i] != '"') {
+                byte b = bytes[i++];
                 if (b == '\\' || b < 0x20) {  // an escape, a control character, or (negative) a byte beyond ASCII
                     throw GiveUp.INSTANCE;
                 }
-                at++;
             }
-            if (at == in.length) {
+            if (i == bytes.length) {
                 throw GiveUp.INSTANCE;
             }
+            at = i;
             return start;
         }
 
@@ -287,22 +292,28 @@ public final class EventBatchColumns implements FieldReader {
 
         /** -?(0|[1-9][0-9]*) within a long, as JSON begins a number; what follows is the caller's. */
         private long integerPart() throws GiveUp {
-            boolean negative = at < in.length && in[at] == '-';
+            byte[] bytes = in;  // locals, not fields, in the loop: the JIT keeps them in registers
+            int i = at;
+            boolean negative = i < bytes.length && bytes[i] == '-';
             if (negative) {
-                at++;
+                i++;
             }
-            int start = at;
+            int start = i;
+            int safeEnd = Math.min(bytes.length, start + SAFE_DIGITS);
             long value = 0;
-            while (at < in.length && in[at] >= '0' && in[at] <= '9') {
-                int digit = in[at] - '0';
-                if (at - start >= SAFE_DIGITS && value > (Long.MAX_VALUE - digit) / 10) {
+            while (i < safeEnd && bytes[i] >= '0' && bytes[i] <= '9') {
+                value = value * 10 + (bytes[i++] - '0');
+            }
+            while (i < bytes.length && bytes[i] >= '0' && bytes[i] <= '9') {
+                int digit = bytes[i++] - '0';
+                if (value > (Long.MAX_VALUE - digit) / 10) {
                     throw GiveUp.INSTANCE;  // beyond a long: the tree decoder names it
                 }
                 value = value * 10 + digit;
-                at++;
             }
-            int digits = at - start;
-            if (digits == 0 || (digits > 1 && in[start] == '0')) {
+            at = i;
+            int digits = i - start;
+            if (digits == 0 || (digits > 1 && bytes[start] == '0')) {
                 throw GiveUp.INSTANCE;  // no digit, or a leading zero
             }
             return negative ? -value : value;
@@ -362,13 +373,18 @@ public final class EventBatchColumns implements FieldReader {
     /** The field's column, or -1 where the batch has none. */
     private int columnOrNone(String field) {
         int n = askedNow++;
-        if (n < asked.length && asked[n] == field) {
+        if (n < known && asked[n] == field) {
             return askedColumn[n];
         }
+        for (int j = 0; j < known; j++) {  // asked in another order: an event without an optional field
+            if (asked[j] == field) {
+                return askedColumn[j];
+            }
+        }
         int k = RecordDecoder.EVENTS.columnIndex(field);
-        if (n < asked.length) {
-            asked[n] = field;
-            askedColumn[n] = k;
+        if (known < asked.length) {
+            asked[known] = field;
+            askedColumn[known++] = k;
         }
         return k;
     }
