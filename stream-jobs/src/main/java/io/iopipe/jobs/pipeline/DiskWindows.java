@@ -385,6 +385,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
 
     /** The windows closing, by their starts (ascending, as the disk's clock gives them): a record finds its window without boxing a key. */
     private static final class ClosingWindows {
+        static final ClosingWindows NONE = new ClosingWindows(new long[0]);
         final long[] starts;
         final DiskWindow[] windows;
 
@@ -637,7 +638,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
     private void closeUpTo(long clockMs, Held h, Closing why, Context ctx, Collector<DiskWindow> out) throws Exception {
         DiskClock c = h.clock;
         long[] closing = c.closeOpenEndingBy(clockMs, lengthMs);
-        ClosingWindows windows = foldClosing(closing, h);
+        ClosingWindows windows = closing.length == 0 ? ClosingWindows.NONE : foldClosing(closing, h);
         for (long startMs : closing) {
             ctx.timerService().deleteEventTimeTimer(startMs + lengthMs - 1);
             DiskWindow w = windows.get(startMs);
