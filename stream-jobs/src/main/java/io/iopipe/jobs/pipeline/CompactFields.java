@@ -29,9 +29,11 @@ final class CompactFields {
         } else if (same != null && s.equals(same)) {
             writeCount(out, SAME_STRING);
         } else if (isAscii(s)) {
+            // Its UTF-8 is its chars, written without an array made for them. Not by
+            // writeBytes(String): Flink 2.3's DataOutputSerializer skips twice its length.
             writeCount(out, s.length() + 2);
             for (int i = 0; i < s.length(); i++) {
-                out.writeByte(s.charAt(i));  // its UTF-8, without an array made for it (Flink 2.3's writeBytes(String) skips twice its length)
+                out.writeByte(s.charAt(i));
             }
         } else {
             byte[] utf8 = s.getBytes(StandardCharsets.UTF_8);

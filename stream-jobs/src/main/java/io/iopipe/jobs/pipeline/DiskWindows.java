@@ -396,7 +396,7 @@ public final class DiskWindows extends KeyedProcessFunction<String, DiskRecord, 
 
         /** The closing window starting at `startMs`, or null where that window is not closing. */
         DiskWindow get(long startMs) {
-            int at = starts.length == 1 ? (starts[0] == startMs ? 0 : -1) : Arrays.binarySearch(starts, startMs);
+            int at = Arrays.binarySearch(starts, startMs);
             return at >= 0 ? windows[at] : null;
         }
     }
