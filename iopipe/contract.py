@@ -2,7 +2,7 @@
 keeps time, and the job's latency rollups in ClickHouse."""
 import json
 
-from iopipe.migrate import kafka_tables_of
+from iopipe.migrate import tables_fed_by
 from iopipe.paths import REPO, SCHEMA
 
 # Every topic Kafka must have: the agents', the stream job's and those the job passes accepted agent records on to.
@@ -20,8 +20,8 @@ SAMPLING = json.loads((REPO / "schema" / "sampling.json").read_text())
 BASE_WINDOW_S = PIPELINE["window_s"][0]
 
 # The job's latency rollups in ClickHouse, a minute, an hour and a day: the tables the
-# Kafka tables of io.latency.v1 fill, each named after its table.
-LATENCY_ROLLUPS = tuple(table.removesuffix("_kafka") for table in kafka_tables_of("io.latency.v1"))
+# Kafka tables of io.latency.v1 fill.
+LATENCY_ROLLUPS = tuple(tables_fed_by("io.latency.v1"))
 
 
 def _clock_fields():

@@ -1,7 +1,8 @@
 """Applies schema/clickhouse/migrations to a ClickHouse server over HTTP.
 
 Migrations are numbered `NNNN_name.up.sql` / `NNNN_name.down.sql`: statements ended by
-`;` at the end of a line, with placeholders {db}, {kafka_brokers} and {kafka_group}.
+`;` at the end of a line, with placeholders {db}, {kafka_brokers}, {kafka_group} and
+{kafka_blocks} (a Kafka table's block settings for the server met: `kafka_blocks`).
 Every statement is idempotent (IF [NOT] EXISTS), so a migration interrupted halfway is
 finished by running `up` again. 18.16 parses no IF [NOT] EXISTS in `ALTER TABLE ... ADD
 COLUMN` / `DROP COLUMN`: the runner looks the column up and runs the change without the
@@ -13,7 +14,8 @@ as an append-only log (up/down events), which works on every server version; a f
 One `up` of several migrations leaves out the Kafka tables and views that one of them
 creates and a later one drops, when nothing between uses them (`rowless_detours`): they
 hold no rows, and on 18.16 each Kafka table's drop takes about 3 s. A new warehouse is
-made without the 18 Kafka tables earlier migrations made and later ones replaced. What
+made without the 32 Kafka tables earlier migrations made and later ones replaced, and a
+`down` leaves out those one migration's down makes again and an older one's drops. What
 a detour would have read in the seconds it stood is not read: the Kafka tables that stay
 read the topics from their start. The tables are those the migrations make one at a
 time (test_warehouse_chdb compares the two).
@@ -64,7 +66,7 @@ MIGRATIONS_DIR = SCHEMA / "clickhouse" / "migrations"
 FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$")
 # The prefix of every Kafka table's consumer group, which ClickHouse's Kafka ACLs allow.
 KAFKA_GROUP = json.loads((SCHEMA / "topics.json").read_text())["consumer_groups"]["clickhouse"]
-PLACEHOLDER = re.compile(r"\{(db|kafka_brokers|kafka_group)\}")
+PLACEHOLDER = re.compile(r"\{(db|kafka_brokers|kafka_group|kafka_blocks)\}")
 REQUIRES = re.compile(r"^-- requires: ClickHouse >= (\d+)\.(\d+)(.*)$")
 STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
 ALTER = re.compile(r"^ALTER TABLE\b", re.M)  # a statement's start (a comment line starts with --)
@@ -194,6 +196,21 @@ def kafka_tables_of(topic):
     return tables
 
 
+VIEW_OF_KAFKA_TABLE = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS \{db\}(?:" + INGEST_SUFFIX + r")?\.\w+ TO \{db\}\.(\w+) AS\b"
+                                 r"[^;]*?\bFROM \{db\}(?:" + INGEST_SUFFIX + r")?\.(\w+)", re.S | re.M)
+
+
+@functools.lru_cache(maxsize=1)
+def table_fed_through():
+    """{Kafka table: the table its view fills}, of every view the migrations make."""
+    return {source: table for m in discover() for table, source in VIEW_OF_KAFKA_TABLE.findall(m.up.read_text())}
+
+
+def tables_fed_by(topic):
+    """The tables the Kafka tables of `topic` fill, one each, in the order of `kafka_tables_of`."""
+    return [table_fed_through()[kafka_table] for kafka_table in kafka_tables_of(topic)]
+
+
 MERGE_TREE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)\.(\w+)\b.*?\bENGINE = (\w*)MergeTree\b(\(([^)]*)\))?", re.S)
 
 
@@ -212,7 +229,7 @@ def replicated(statement):
 # Objects that hold no rows: a Kafka table (its rows are the topic's) and a view writing
 # TO a table of its own. One a migration creates and a later one drops in the same `up`
 # leaves nothing behind, and 18.16 makes its drop costly: a Kafka table's shutdown waits
-# out rd_kafka_wait_destroyed, about 3 s while other Kafka tables exist (18 times for a
+# out rd_kafka_wait_destroyed, about 3 s while other Kafka tables exist (32 times for a
 # new warehouse).
 ROWLESS_CREATE = re.compile(r"^CREATE (?:TABLE IF NOT EXISTS (\w+\.\w+)\b.*\bENGINE = Kafka\b"
                             r"|MATERIALIZED VIEW IF NOT EXISTS (\w+\.\w+) TO )", re.S)
@@ -252,6 +269,23 @@ def names(statement, table):
     return re.search(r"(?<![\w.])" + re.escape(table) + r"(?!\w)", statement) is not None
 
 
+# From 20.6 a Kafka table writes each block it reads as an insert of its own and ends a block
+# on time (kafka_flush_interval_ms); 18.16 writes a read's blocks as one insert but ends a
+# read only when a block is full (0002, 0019).
+KAFKA_BLOCKS_FLUSHED_ON_TIME = (20, 6)
+KAFKA_BLOCK_MESSAGES_MAX = 65536
+KAFKA_FLUSH_INTERVAL_MS = 7500
+
+
+def kafka_blocks(version):
+    """The SETTINGS of a Kafka table that make its inserts few and large yet timely on a
+    server of `version`, (major, minor): one every 5 to 7.5 s while the topic is slow,
+    blocks of 65,536 messages when it is fast."""
+    if version >= KAFKA_BLOCKS_FLUSHED_ON_TIME:
+        return f"kafka_max_block_size = {KAFKA_BLOCK_MESSAGES_MAX}, kafka_flush_interval_ms = {KAFKA_FLUSH_INTERVAL_MS}"
+    return "kafka_max_block_size = 64"
+
+
 def server_version(client):
     """(major, minor) of the server, from e.g. 18.16.1 or 26.9.2.1."""
     major, minor = client.rows("SELECT version()")[0][0].strip('"').split(".")[:2]
@@ -265,9 +299,14 @@ class Migrator:
         self.client = client
         self.db = db
         self.cluster = cluster
-        self.params = {"db": db, "kafka_brokers": kafka_brokers, "kafka_group": kafka_group}
+        self.names = {"db": db, "kafka_brokers": kafka_brokers, "kafka_group": kafka_group}
         self.log = log
         self.skipped = []
+
+    @functools.cached_property
+    def params(self):
+        """The placeholders' values: the names given, and what the server's version asks."""
+        return {**self.names, "kafka_blocks": kafka_blocks(server_version(self.client))}
 
     def _ensure_log(self):
         self.client.query(f"CREATE DATABASE IF NOT EXISTS {self.db}")
@@ -325,15 +364,16 @@ class Migrator:
             runnable.append(migration)
         return runnable
 
-    def passed_over(self, pending):
+    def passed_over(self, pending, direction="up"):
         """{(version, statement index)} of the statements of `pending` (as `pending()` gives
-        them) that `up` leaves out (`rowless_detours`), said in one line."""
+        them, or the migrations `down` reverts, newest first) that `direction` leaves out
+        (`rowless_detours`), said in one line."""
         existing = {f"{db}.{name}" for db, name in self.client.rows(
             f"SELECT database, name FROM system.tables WHERE database IN ('{self.db}', '{ingest_database(self.db)}')")}
-        steps = [(m.version, m.statements("up", self.params)) for m in pending]
+        steps = [(m.version, m.statements(direction, self.params)) for m in pending]
         detours = rowless_detours(steps, existing)
         if detours:
-            self.log(f"[migrate] {len(detours)} Kafka tables and views a later migration drops are neither "
+            self.log(f"[migrate] {len(detours)} Kafka tables and views a later step drops are neither "
                      "created nor dropped")
         return {place for detour in detours for place in detour}
 
@@ -390,12 +430,14 @@ class Migrator:
         return columns
 
     def down(self, to_version=0):
+        """Reverts the applied migrations newer than `to_version`, newest first, leaving out
+        the Kafka tables and views one of them makes again and an older one drops."""
         done = self.applied()
-        for migration in reversed(discover()):
-            if migration.version <= to_version or migration.version not in done:
-                continue
+        reverting = [m for m in reversed(discover()) if m.version > to_version and m.version in done]
+        passing_over = self.passed_over(reverting, "down")
+        for migration in reverting:
             self.log(f"[migrate] down {migration.version:04d}_{migration.name}")
-            self._run(migration, "down")
+            self._run(migration, "down", passing_over)
             self._record(migration, "down")
         self._sync_distributed()
         if to_version == 0:

@@ -52,10 +52,9 @@ def invalid_examples(record):
 
 
 def stored_table(record):
-    """The table a record lands in: each Kafka table is named after the table its view
-    fills, and a topic's first Kafka table fills its record table (later ones, rollups).
-    io.latency.v1 has a table per period, shortest first (0013)."""
-    tables = [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(INGESTED_FROM[record["schema"]])]
+    """The table a record lands in: a topic's first Kafka table fills its record table
+    (later ones, rollups). io.latency.v1 has a table per period, shortest first (0013)."""
+    tables = migrate.tables_fed_by(INGESTED_FROM[record["schema"]])
     return tables[ROLLUP_PERIODS.index(record["period_s"])] if record["schema"] == ROLLUP else tables[0]
 
 
@@ -97,7 +96,7 @@ def unfolded(records):
 
 def tables_filled_by(records):
     """The tables the records fill through their topics' Kafka tables and views."""
-    return sorted({t.removesuffix("_kafka") for r in records for t in migrate.kafka_tables_of(INGESTED_FROM[r["schema"]])})
+    return sorted({table for r in records for table in migrate.tables_fed_by(INGESTED_FROM[r["schema"]])})
 
 
 def rows_of_hosts(client, db, table, hosts):
@@ -141,7 +140,7 @@ def stored_once(records):
 def stored_final(rows, db, table, where="1"):
     """(rows, I/Os, revisions) `table` holds read with FINAL, as `stored_once` counts them;
     `rows(sql)` runs a query on a server or chdb."""
-    rolled_up = table in [t.removesuffix("_kafka") for t in migrate.kafka_tables_of(INGESTED_FROM[ROLLUP])]
+    rolled_up = table in migrate.tables_fed_by(INGESTED_FROM[ROLLUP])
     columns = "count(), sum(count), sum(revision)" if rolled_up else "count(), 0, 0"
     return tuple(int(n) for n in rows(f"SELECT {columns} FROM {db}.{table} FINAL WHERE {where}")[0])
 

@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, Producer
 
 from iopipe import readiness, record_batches, stack
 from iopipe.kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP
-from iopipe.migrate import Migrator, kafka_tables_of
+from iopipe.migrate import Migrator, tables_fed_by
 from iopipe.paths import REPO
 from iopipe.ports import Ports
 from iopipe.stack_kafka import kafka_client
@@ -57,9 +57,8 @@ STORED = {"diskstats": ("count()", lambda n: n),
 
 
 def tables_fed():
-    """The tables the topic's Kafka tables fill, each through its view: <table>_kafka, or
-    <table>_from_<records>_kafka where a table is filled from more than one kind of record."""
-    return [t.removesuffix("_kafka").split("_from_")[0] for t in kafka_tables_of(TOPIC)]
+    """The tables the topic's Kafka tables fill, each through its view."""
+    return tables_fed_by(TOPIC)
 
 
 def interval(i, start_s):

@@ -6,7 +6,7 @@ import re
 from iopipe import migrate
 
 CREATED = re.compile(r"CREATE (?:TABLE|MATERIALIZED VIEW) IF NOT EXISTS (\S+)")
-PARAMS = {"db": "db", "kafka_brokers": "b:1", "kafka_group": "g"}
+PARAMS = {"db": "db", "kafka_brokers": "b:1", "kafka_group": "g", "kafka_blocks": migrate.kafka_blocks((18, 16))}
 LANDED = migrate.MIGRATIONS_DIR.parent / "landed-migrations.sha256"
 
 
@@ -61,6 +61,24 @@ def test_modern_only_migrations_declare_what_they_need():
     modern = [m for m in migrate.discover() if m.requires]
     assert {m.name for m in modern} == {"retention_ttl", "low_cardinality", "codecs"}
     assert all(not m.runs_on((18, 16)) and m.runs_on((23, 8)) for m in modern)
+
+
+def test_a_kafka_table_reads_blocks_sized_for_its_server():
+    """18.16 ends a read only on a full block (small ones keep it timely, and a read's
+    blocks make one insert); from 20.6 each block is an insert that ends on time, so a
+    small one would be an insert of a few rows."""
+    assert migrate.kafka_blocks((18, 16)) == "kafka_max_block_size = 64"
+    assert migrate.kafka_blocks((20, 5)) == "kafka_max_block_size = 64"
+    for modern in ((20, 6), (23, 8), (26, 9)):
+        assert migrate.kafka_blocks(modern) == "kafka_max_block_size = 65536, kafka_flush_interval_ms = 7500"
+    sized = {**PARAMS, "kafka_blocks": "kafka_max_block_size = 12345"}
+    made = {}
+    for sql in (sql for m in migrate.discover() for sql in m.statements("up", sized)):
+        if KAFKA.match(sql):
+            made[KAFKA.match(sql)[1]] = sql
+    unsized = [table for table, _, _ in migrate.kafka_table_definitions()
+               if "kafka_max_block_size = 12345" not in made[f"{migrate.ingest_database('db')}.{table}"]]
+    assert not unsized, f"Kafka tables whose blocks are not sized for their server ({{kafka_blocks}}): {unsized}"
 
 
 def test_every_kafka_table_has_a_consumer_group_of_its_own():

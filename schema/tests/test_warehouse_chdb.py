@@ -79,6 +79,26 @@ def test_a_new_warehouse_made_in_one_up_is_the_one_made_a_migration_at_a_time(en
     assert structure(engine, at_once) == structure(engine, one_by_one)
 
 
+def test_a_down_of_many_migrations_leaves_what_they_leave_reverted_one_at_a_time(engine):
+    """A `down` leaves out the Kafka tables and views one migration's down makes again and
+    an older one's drops; what it leaves must be what the migrations leave reverted one at
+    a time."""
+    newest = migrate.discover()[-1].version
+    for to_version in (newest - 3, 0):
+        at_once, one_by_one = (f"{how}_{uuid.uuid4().hex[:8]}" for how in ("at_once", "one_by_one"))
+        said = []
+        reverted = migrate.Migrator(engine, db=at_once, log=said.append)
+        reverted.up()
+        reverted.down(to_version=to_version)
+        assert any("neither created nor dropped" in line for line in said), said
+        stepwise = migrate.Migrator(engine, db=one_by_one, log=lambda _: None)
+        stepwise.up()
+        for version in range(newest, to_version, -1):
+            stepwise.down(to_version=version - 1)
+        assert structure(engine, at_once) == structure(engine, one_by_one)
+    warehouse_fixture.assert_nothing_left(engine.rows, at_once)
+
+
 def test_a_rowless_object_is_left_out_only_if_nothing_between_its_create_and_drop_names_it():
     kafka = "CREATE TABLE IF NOT EXISTS d.t_kafka (x UInt8) ENGINE = Kafka SETTINGS kafka_topic_list = 't'"
     view = "CREATE MATERIALIZED VIEW IF NOT EXISTS d.t_mv TO d.t AS SELECT x FROM d.t_kafka"
@@ -118,7 +138,7 @@ def test_a_replayed_record_is_stored_once(engine):
         assert warehouse_fixture.stored_final(engine.rows, db, table) == (rows, rolled_up, revisions), table
         assert rolled_up in (0, ios), f"{table}: the rollups count {rolled_up} of the histograms' {ios} I/Os"
     assert {table for table, (_, rolled_up, _) in expected.items() if rolled_up} == set(
-        t.removesuffix("_kafka") for t in migrate.kafka_tables_of(warehouse_fixture.INGESTED_FROM[warehouse_fixture.ROLLUP]))
+        migrate.tables_fed_by(warehouse_fixture.INGESTED_FROM[warehouse_fixture.ROLLUP]))
 
 
 def test_the_fleets_records_keep_the_record_contract():
@@ -165,3 +185,23 @@ def test_a_batch_is_stored_as_the_rows_of_the_records_it_holds(engine):
 def test_the_batches_sent_keep_the_record_contract():
     for record in warehouse_fixture.batches(int(time.time())):
         jsonschema.Draft202012Validator(load_schema(record["schema"])).validate(record)
+
+
+def test_a_modern_server_takes_the_kafka_block_settings_it_is_given(engine):
+    """chdb reads a Kafka table's settings, refusing one it does not know or cannot parse,
+    before it refuses to start the table's consumers (it runs none: "Shutdown was called").
+    The settings a modern server is given get that far; a setting it does not know does not."""
+    modern = migrate.kafka_blocks(migrate.server_version(engine))
+    assert "kafka_flush_interval_ms" in modern, f"chdb {migrate.server_version(engine)} is a modern engine: {modern}"
+
+    def refusal(settings):
+        try:
+            engine.session.query(
+                f"CREATE TABLE kafka_{uuid.uuid4().hex[:8]} (a String) ENGINE = Kafka SETTINGS "
+                "kafka_broker_list = '127.0.0.1:9', kafka_topic_list = 't', kafka_group_name = 'g', "
+                f"kafka_format = 'JSONEachRow', kafka_row_delimiter = '\\n', {settings}")
+        except Exception as e:  # chdb raises a bare RuntimeError carrying the server's message
+            return str(e)
+        return ""
+    assert "UNKNOWN_SETTING" in refusal("kafka_flush_every_ms = 7500"), "chdb checks a Kafka table's settings"
+    assert "Shutdown was called" in refusal(modern)
