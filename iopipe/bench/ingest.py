@@ -29,7 +29,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-from iopipe import readiness, record_batches, stack
+from iopipe import migrate, readiness, record_batches, stack
 from iopipe.kafka_access import CLICKHOUSE, CLICKHOUSE_GROUP
 from iopipe.migrate import Migrator, tables_fed_by
 from iopipe.paths import REPO
@@ -233,6 +233,42 @@ def steady_report(args, parts):
     return lines
 
 
+FLEET_DISKS = 100_000  # the fleet a modern server's inserts are worked out for
+
+
+def modern_server_report(steady_disks):
+    """How a modern server's Kafka tables turn the steady fleet's intervals, and a fleet of
+    FLEET_DISKS disks', into inserts: worked out from the server's rules, which this
+    machine cannot measure (its modern ClickHouse, chdb, starts no Kafka consumers)."""
+    old, new = migrate.kafka_blocks((18, 16)), migrate.kafka_blocks(migrate.KAFKA_BLOCKS_FLUSHED_ON_TIME)
+    flush_s = migrate.KAFKA_FLUSH_INTERVAL_MS / 1000
+    block = migrate.KAFKA_BLOCK_MESSAGES_MAX
+
+    def sized(per_second):
+        if per_second * flush_s < block:
+            return f"{1 / flush_s:.2f}/s (a block each {flush_s:g} s, {per_second * flush_s:,.0f} rows)"
+        return f"{per_second / block:.2f}/s, {block:,} rows each"
+    since = ".".join(map(str, migrate.KAFKA_BLOCKS_FLUSHED_ON_TIME))
+    return [
+        "", f"## Modern servers ({since} and newer)", "",
+        "Not measured here: the only modern ClickHouse this machine runs is chdb, in process, which starts no Kafka "
+        "consumers (a Kafka table's creation ends in \"Shutdown was called\", after its settings are checked). What "
+        "follows is from the server's source (`StorageKafka::streamToViews`, `KafkaSource`, `KafkaSettings`), and the "
+        "settings are checked against chdb by `test_a_modern_server_takes_the_kafka_block_settings_it_is_given`.", "",
+        "A modern server writes each block a Kafka table reads as an insert of its own (its insert is built with "
+        "`no_squash`), and a block ends when it holds `kafka_max_block_size` messages, when `kafka_flush_interval_ms` "
+        "has passed, or once ten polls of 0.5 s found nothing. The 64-message blocks 18.16 needs would there be an "
+        "insert of every 64 messages. Migration 0019 gives each server its own (`kafka_blocks` in iopipe/migrate.py):", "",
+        f"| server | Kafka table settings | inserts per table, the fleet above ({steady_disks:,} intervals/s) "
+        f"| at {FLEET_DISKS:,} disks ({FLEET_DISKS:,} intervals/s) |",
+        "|---|---|---:|---:|",
+        f"| 18.16 | `{old}` | measured above | one per read of about {flush_s:g} s, per replica |",
+        f"| {since}+, before 0019 | `{old}` | {steady_disks / 64:,.0f}/s, 64 rows each | {FLEET_DISKS / 64:,.0f}/s |",
+        f"| {since}+, from 0019 | `{new}` | {sized(steady_disks)} | {sized(FLEET_DISKS)}, per consumer |",
+        "", "The last two rows are worked out from those rules, not measured. The `histograms` table takes the same "
+        f"inserts, each with {HISTOGRAMS_PER_DISK_SECOND} rows an interval."]
+
+
 def report(args, n, raw, ingest, out, steady=()):
     tables = list(ingest[0])
     lines = [
@@ -260,7 +296,7 @@ def report(args, n, raw, ingest, out, steady=()):
               f"{len(tables)} × {n:,} messages parsed at {len(tables) * n / last:,.0f} messages/s together.", "",
               "Runs (seconds): raw " + ", ".join(f"{s:.1f}" for s in raw) + "; ClickHouse (all tables) "
               + ", ".join(f"{max(all_s for _, all_s in run.values()):.1f}" for run in ingest) + "."]
-    lines += list(steady)
+    lines += list(steady) + modern_server_report(args.steady_disks)
     out.write_text("\n".join(lines) + "\n")
     readiness.say(f"results in {out}")
 
