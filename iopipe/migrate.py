@@ -274,6 +274,7 @@ def names(statement, table):
 # read only when a block is full (0002, 0019).
 KAFKA_BLOCKS_FLUSHED_ON_TIME = (20, 6)
 KAFKA_BLOCK_MESSAGES_MAX = 65536
+KAFKA_BLOCK_MESSAGES_BEFORE = 64  # before 20.6: small, so a read ends within the flush interval
 KAFKA_FLUSH_INTERVAL_MS = 7500
 
 
@@ -283,7 +284,7 @@ def kafka_blocks(version):
     blocks of 65,536 messages when it is fast."""
     if version >= KAFKA_BLOCKS_FLUSHED_ON_TIME:
         return f"kafka_max_block_size = {KAFKA_BLOCK_MESSAGES_MAX}, kafka_flush_interval_ms = {KAFKA_FLUSH_INTERVAL_MS}"
-    return "kafka_max_block_size = 64"
+    return f"kafka_max_block_size = {KAFKA_BLOCK_MESSAGES_BEFORE}"
 
 
 def server_version(client):

@@ -242,7 +242,7 @@ def modern_server_report(steady_disks):
     machine cannot measure (its modern ClickHouse, chdb, starts no Kafka consumers)."""
     old, new = migrate.kafka_blocks((18, 16)), migrate.kafka_blocks(migrate.KAFKA_BLOCKS_FLUSHED_ON_TIME)
     flush_s = migrate.KAFKA_FLUSH_INTERVAL_MS / 1000
-    block = migrate.KAFKA_BLOCK_MESSAGES_MAX
+    block, small = migrate.KAFKA_BLOCK_MESSAGES_MAX, migrate.KAFKA_BLOCK_MESSAGES_BEFORE
 
     def sized(per_second):
         if per_second * flush_s < block:
@@ -263,7 +263,7 @@ def modern_server_report(steady_disks):
         f"| at {FLEET_DISKS:,} disks ({FLEET_DISKS:,} intervals/s) |",
         "|---|---|---:|---:|",
         f"| 18.16 | `{old}` | measured above | one per read of about {flush_s:g} s, per replica |",
-        f"| {since}+, before 0019 | `{old}` | {steady_disks / 64:,.0f}/s, 64 rows each | {FLEET_DISKS / 64:,.0f}/s |",
+        f"| {since}+, before 0019 | `{old}` | {steady_disks / small:,.0f}/s, {small} rows each | {FLEET_DISKS / small:,.0f}/s |",
         f"| {since}+, from 0019 | `{new}` | {sized(steady_disks)} | {sized(FLEET_DISKS)}, per consumer |",
         "", "The last two rows are worked out from those rules, not measured. The `histograms` table takes the same "
         f"inserts, each with {HISTOGRAMS_PER_DISK_SECOND} rows an interval."]
